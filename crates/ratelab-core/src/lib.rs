@@ -1,0 +1,14 @@
+//! ratelab core: a sans-IO library (no sockets, no wall clock, no threads, no global RNG).
+//!
+//! * [`units`]: `Time`, `Duration`, `Bitrate`, `Bytes`.
+//! * [`controller`]: the one controller interface (events in, [`controller::Update`] out).
+//! * [`controllers`]: every controller, built by name from a registry.
+
+pub mod controller;
+pub mod controllers;
+pub mod error;
+pub mod units;
+
+pub use controller::{Constraints, Controller, PacketResult, ReceiverEstimator, SentPacket, TransportFeedback, Update};
+pub use error::ConfigError;
+pub use units::{Bitrate, Bytes, Duration, Time};
