@@ -1,0 +1,323 @@
+//! The scenario schema: one bottleneck link and a set of flows. The front end reads TOML,
+//! applies `--set` overrides, resolves trace paths and hands the core a JSON document of this
+//! shape; unknown keys and wrong types are errors that name the field.
+
+use crate::error::ConfigError;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Simulated duration in seconds.
+    pub duration_s: f64,
+    pub link: LinkConfig,
+    pub flows: Vec<FlowConfig>,
+    /// Metrics settings.
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+}
+
+/// Capacity of the bottleneck: exactly one of `capacity_kbps`, `steps`, `trace`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Constant capacity in kbit/s.
+    pub capacity_kbps: Option<f64>,
+    /// Stepped capacity: `[[time_s, kbps], ...]`, each applying from its time on.
+    pub steps: Option<Vec<(f64, f64)>>,
+    /// Trace file (absolute path after the front end resolved it).
+    pub trace: Option<String>,
+    /// Trace content, when the front end has already read the file (takes precedence over `trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_content: Option<String>,
+    /// `auto`, `csv`, `mahimahi` or `opennetlab`.
+    #[serde(default = "default_trace_format")]
+    pub trace_format: String,
+    /// Multiply trace capacities by this factor.
+    #[serde(default = "one")]
+    pub trace_scale: f64,
+    /// Replay the trace from the start when it ends.
+    #[serde(default = "yes")]
+    pub trace_loop: bool,
+    /// Bin width for mahimahi delivery-opportunity traces.
+    #[serde(default = "default_mahimahi_bin")]
+    pub mahimahi_bin_ms: f64,
+    /// Drop-tail queue size.
+    #[serde(default)]
+    pub queue: QueueConfig,
+    /// Bernoulli random loss probability applied to every packet entering the link.
+    #[serde(default)]
+    pub loss: f64,
+    /// Time from which random loss applies (seconds).
+    #[serde(default)]
+    pub loss_start_s: f64,
+    /// Bursty loss (Gilbert-Elliott); replaces `loss` when present.
+    pub gilbert_elliott: Option<GilbertElliottConfig>,
+    /// Extra one-way delay of the bottleneck itself, added to every flow's propagation delay.
+    #[serde(default)]
+    pub delay_ms: f64,
+}
+
+/// Drop-tail queue size: at most one of the limits; none means unlimited.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    pub bytes: Option<f64>,
+    pub packets: Option<f64>,
+    /// Queue in milliseconds at `rate_kbps` (default: the capacity at time 0).
+    pub ms: Option<f64>,
+    pub rate_kbps: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GilbertElliottConfig {
+    /// P(good → bad) per packet.
+    pub p_good_to_bad: f64,
+    /// P(bad → good) per packet.
+    pub p_bad_to_good: f64,
+    #[serde(default)]
+    pub loss_good: f64,
+    #[serde(default = "one")]
+    pub loss_bad: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowKind { Media, Tcp }
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    pub kind: FlowKind,
+    /// Controller name (media flows; `ratelab run -c` replaces it).
+    #[serde(default = "default_controller")]
+    pub controller: String,
+    /// Controller parameters (typed by the controller; unknown names are errors).
+    #[serde(default)]
+    pub params: serde_json::Value,
+    #[serde(default)]
+    pub start_s: f64,
+    /// Stop time; default: end of the run.
+    pub stop_s: Option<f64>,
+    /// Forward one-way propagation delay (sender → receiver), excluding the bottleneck.
+    #[serde(default = "default_owd")]
+    pub one_way_delay_ms: f64,
+    /// Feedback path delay (receiver → sender); default: same as `one_way_delay_ms`.
+    pub return_delay_ms: Option<f64>,
+    /// Number of identical flows this entry creates.
+    #[serde(default = "one_u32")]
+    pub count: u32,
+    /// Label in results (default: `<kind><index>`).
+    pub label: Option<String>,
+    #[serde(default)]
+    pub media: MediaConfig,
+    #[serde(default)]
+    pub feedback: FeedbackConfig,
+    #[serde(default)]
+    pub tcp: serde_json::Value,
+}
+
+/// Media sender settings (spec 1.4).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MediaConfig {
+    pub fps: f64,
+    pub min_kbps: f64,
+    pub max_kbps: f64,
+    pub start_kbps: f64,
+    /// Time constant of the encoder's rate control (how fast it follows the target).
+    pub encoder_lag_ms: f64,
+    /// Relative standard deviation of delta-frame sizes.
+    pub frame_size_noise: f64,
+    /// Key frame every this many seconds (0: only the first frame).
+    pub keyframe_interval_s: f64,
+    /// Key frame size as a multiple of an average frame.
+    pub keyframe_factor: f64,
+    /// Maximum RTP payload per packet.
+    pub max_payload_bytes: u32,
+    /// IP + UDP + RTP + extension header bytes per packet.
+    pub header_bytes: u32,
+    /// Pacer queue-time limit (WebRTC 2000 ms).
+    pub pacer_queue_limit_ms: f64,
+    /// Pause the encoder when the pacer's expected queue time exceeds the limit (WebRTC rule).
+    pub encoder_pause: bool,
+}
+
+impl Default for MediaConfig {
+    fn default() -> Self {
+        MediaConfig {
+            fps: 30.0, min_kbps: 150.0, max_kbps: 5000.0, start_kbps: 300.0, encoder_lag_ms: 300.0,
+            frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
+            max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, encoder_pause: true,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FeedbackMode {
+    /// Transport-wide feedback batches every `interval_ms`.
+    Twcc,
+    /// One acknowledgement per packet, sent on arrival.
+    PerPacket,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FeedbackConfig {
+    pub mode: FeedbackMode,
+    pub interval_ms: f64,
+}
+
+impl Default for FeedbackConfig {
+    fn default() -> Self { FeedbackConfig { mode: FeedbackMode::Twcc, interval_ms: 50.0 } }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Period of the time series (target rate etc.).
+    pub series_interval_ms: f64,
+    /// Keep the per-packet log.
+    pub packet_log: bool,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self { MetricsConfig { series_interval_ms: 25.0, packet_log: true } }
+}
+
+fn default_trace_format() -> String { "auto".into() }
+fn default_controller() -> String { "gcc".into() }
+fn default_owd() -> f64 { 50.0 }
+fn default_mahimahi_bin() -> f64 { 100.0 }
+fn one() -> f64 { 1.0 }
+fn one_u32() -> u32 { 1 }
+fn yes() -> bool { true }
+
+impl Scenario {
+    /// Parse from JSON, naming the offending field on error.
+    pub fn from_json(s: &str) -> Result<Scenario, ConfigError> {
+        let de = &mut serde_json::Deserializer::from_str(s);
+        let sc: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            ConfigError::new(if path == "." { String::new() } else { path }, e.into_inner().to_string())
+        })?;
+        sc.validate()?;
+        Ok(sc)
+    }
+
+    /// Range checks that serde cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn finite_nonneg(field: &str, v: f64) -> Result<(), ConfigError> {
+            if !v.is_finite() || v < 0.0 { return Err(ConfigError::new(field, format!("must be a finite number ≥ 0, got {v}"))); }
+            Ok(())
+        }
+        fn prob(field: &str, v: f64) -> Result<(), ConfigError> {
+            if !(0.0..=1.0).contains(&v) { return Err(ConfigError::new(field, format!("must be a probability in [0, 1], got {v}"))); }
+            Ok(())
+        }
+        if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
+            return Err(ConfigError::new("duration_s", format!("must be > 0, got {}", self.duration_s)));
+        }
+        let l = &self.link;
+        let n = l.capacity_kbps.is_some() as u8 + l.steps.is_some() as u8 + (l.trace.is_some() || l.trace_content.is_some()) as u8;
+        if n != 1 {
+            return Err(ConfigError::new("link", "give exactly one of capacity_kbps, steps, trace"));
+        }
+        if let Some(c) = l.capacity_kbps { finite_nonneg("link.capacity_kbps", c)?; if c == 0.0 { return Err(ConfigError::new("link.capacity_kbps", "must be > 0")); } }
+        if let Some(steps) = &l.steps {
+            if steps.is_empty() { return Err(ConfigError::new("link.steps", "must not be empty")); }
+            let mut prev = f64::NEG_INFINITY;
+            for (i, (t, c)) in steps.iter().enumerate() {
+                finite_nonneg(&format!("link.steps[{i}]"), *t)?;
+                finite_nonneg(&format!("link.steps[{i}]"), *c)?;
+                if *t <= prev { return Err(ConfigError::new(format!("link.steps[{i}]"), format!("time {t} s is not after the previous step ({prev} s)"))); }
+                prev = *t;
+            }
+        }
+        if !(l.trace_scale.is_finite() && l.trace_scale > 0.0) { return Err(ConfigError::new("link.trace_scale", "must be > 0")); }
+        if !["auto", "csv", "mahimahi", "opennetlab"].contains(&l.trace_format.as_str()) {
+            return Err(ConfigError::new("link.trace_format", format!("unknown format '{}' (auto, csv, mahimahi, opennetlab)", l.trace_format)));
+        }
+        if !(l.mahimahi_bin_ms.is_finite() && l.mahimahi_bin_ms >= 1.0) { return Err(ConfigError::new("link.mahimahi_bin_ms", "must be ≥ 1")); }
+        prob("link.loss", l.loss)?;
+        finite_nonneg("link.loss_start_s", l.loss_start_s)?;
+        finite_nonneg("link.delay_ms", l.delay_ms)?;
+        if let Some(g) = &l.gilbert_elliott {
+            prob("link.gilbert_elliott.p_good_to_bad", g.p_good_to_bad)?;
+            prob("link.gilbert_elliott.p_bad_to_good", g.p_bad_to_good)?;
+            prob("link.gilbert_elliott.loss_good", g.loss_good)?;
+            prob("link.gilbert_elliott.loss_bad", g.loss_bad)?;
+        }
+        let q = &l.queue;
+        let nq = q.bytes.is_some() as u8 + q.packets.is_some() as u8 + q.ms.is_some() as u8;
+        if nq > 1 { return Err(ConfigError::new("link.queue", "give at most one of bytes, packets, ms")); }
+        for (f, v) in [("bytes", q.bytes), ("packets", q.packets), ("ms", q.ms), ("rate_kbps", q.rate_kbps)] {
+            if let Some(v) = v { finite_nonneg(&format!("link.queue.{f}"), v)?; }
+        }
+        if self.flows.is_empty() { return Err(ConfigError::new("flows", "at least one flow is needed")); }
+        for (i, f) in self.flows.iter().enumerate() {
+            let p = format!("flows[{i}]");
+            finite_nonneg(&format!("{p}.start_s"), f.start_s)?;
+            finite_nonneg(&format!("{p}.one_way_delay_ms"), f.one_way_delay_ms)?;
+            if let Some(r) = f.return_delay_ms { finite_nonneg(&format!("{p}.return_delay_ms"), r)?; }
+            if let Some(s) = f.stop_s {
+                if !(s.is_finite() && s > f.start_s) { return Err(ConfigError::new(format!("{p}.stop_s"), format!("must be after start_s ({}), got {s}", f.start_s))); }
+            }
+            if f.count == 0 { return Err(ConfigError::new(format!("{p}.count"), "must be ≥ 1")); }
+            let m = &f.media;
+            if !(m.fps.is_finite() && m.fps > 0.0 && m.fps <= 240.0) { return Err(ConfigError::new(format!("{p}.media.fps"), "must be in (0, 240]")); }
+            for (name, v) in [("min_kbps", m.min_kbps), ("max_kbps", m.max_kbps), ("start_kbps", m.start_kbps), ("encoder_lag_ms", m.encoder_lag_ms), ("frame_size_noise", m.frame_size_noise), ("keyframe_interval_s", m.keyframe_interval_s), ("keyframe_factor", m.keyframe_factor), ("pacer_queue_limit_ms", m.pacer_queue_limit_ms)] {
+                finite_nonneg(&format!("{p}.media.{name}"), v)?;
+            }
+            if m.max_kbps < m.min_kbps { return Err(ConfigError::new(format!("{p}.media.max_kbps"), "must be ≥ min_kbps")); }
+            if m.max_payload_bytes < 100 || m.max_payload_bytes > 9000 { return Err(ConfigError::new(format!("{p}.media.max_payload_bytes"), "must be in [100, 9000]")); }
+            if !(f.feedback.interval_ms.is_finite() && f.feedback.interval_ms > 0.0) { return Err(ConfigError::new(format!("{p}.feedback.interval_ms"), "must be > 0")); }
+        }
+        if !(self.metrics.series_interval_ms.is_finite() && self.metrics.series_interval_ms >= 1.0) {
+            return Err(ConfigError::new("metrics.series_interval_ms", "must be ≥ 1"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> serde_json::Value {
+        serde_json::json!({"name": "t", "duration_s": 10, "link": {"capacity_kbps": 1000}, "flows": [{"kind": "media"}]})
+    }
+
+    #[test]
+    fn parses_minimal_and_applies_defaults() {
+        let sc = Scenario::from_json(&base().to_string()).unwrap();
+        assert_eq!(sc.flows[0].controller, "gcc");
+        assert_eq!(sc.flows[0].media.fps, 30.0);
+        assert_eq!(sc.flows[0].feedback.interval_ms, 50.0);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let mut v = base();
+        v["link"]["capacity_kbps"] = serde_json::json!(-5);
+        assert_eq!(Scenario::from_json(&v.to_string()).unwrap_err().field, "link.capacity_kbps");
+        let mut v = base();
+        v["flows"][0]["media"]["fpz"] = serde_json::json!(3);
+        let e = Scenario::from_json(&v.to_string()).unwrap_err();
+        assert_eq!(e.field, "flows[0].media");
+        assert!(e.message.contains("fpz"), "{e}");
+        let mut v = base();
+        v["duration_s"] = serde_json::json!("long");
+        assert_eq!(Scenario::from_json(&v.to_string()).unwrap_err().field, "duration_s");
+        let mut v = base();
+        v["link"]["steps"] = serde_json::json!([[0, 100], [0, 200]]);
+        assert_eq!(Scenario::from_json(&v.to_string()).unwrap_err().field, "link");
+        v["link"]["capacity_kbps"] = serde_json::Value::Null;
+        assert_eq!(Scenario::from_json(&v.to_string()).unwrap_err().field, "link.steps[1]");
+    }
+}
