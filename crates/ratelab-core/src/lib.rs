@@ -7,6 +7,7 @@
 pub mod controller;
 pub mod controllers;
 pub mod error;
+pub mod network;
 pub mod units;
 
 pub use controller::{Constraints, Controller, PacketResult, ReceiverEstimator, SentPacket, TransportFeedback, Update};

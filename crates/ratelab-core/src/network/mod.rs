@@ -1,0 +1,3 @@
+//! Network model.
+
+pub mod trace;
