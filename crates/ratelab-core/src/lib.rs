@@ -3,10 +3,12 @@
 //! * [`units`]: `Time`, `Duration`, `Bitrate`, `Bytes`.
 //! * [`controller`]: the one controller interface (events in, [`controller::Update`] out).
 //! * [`controllers`]: every controller, built by name from a registry.
+//! * [`transport`]: competing transport flows (bulk TCP: sender, receiver, window congestion control).
 
 pub mod controller;
 pub mod controllers;
 pub mod error;
+pub mod transport;
 pub mod units;
 
 pub use controller::{Constraints, Controller, PacketResult, ReceiverEstimator, SentPacket, TransportFeedback, Update};
