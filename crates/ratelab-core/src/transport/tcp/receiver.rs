@@ -62,9 +62,11 @@ impl TcpReceiver {
         self.bytes_received += Bytes::new(len as i64);
         self.arrivals += 1;
         let (start, end) = (seg.seq, seg.seq + len);
-        // RFC 7323 §4.3: remember the TSval of a segment that covers the left edge of what we
-        // last acknowledged; with delayed ACKs this echoes the earliest unacknowledged segment.
-        if start <= self.last_ack_sent && end > self.last_ack_sent || len == 0 && start == self.last_ack_sent {
+        // RFC 7323 §4.3: TS.Recent takes the TSval of a segment that starts at or below what we
+        // last acknowledged (and is not older than TS.Recent). With delayed ACKs this echoes the
+        // earliest unacknowledged segment; out-of-order segments do not update it; a duplicate
+        // (retransmission of data whose ACK was lost) does, so its ACK yields a fresh RTT.
+        if start <= self.last_ack_sent && self.ts_recent.is_none_or(|t| seg.send_time >= t) {
             self.ts_recent = Some(seg.send_time);
         }
         if end <= self.rcv_nxt || self.is_held(start, end) {
@@ -243,11 +245,15 @@ mod tests {
         assert_eq!((a.cumulative, blocks(&a)), (9000, vec![(10, 11)]));
         let a = r.on_segment(now, &seg(9, 23)).unwrap();
         assert_eq!((a.cumulative, blocks(&a)), (11_000, vec![]));
-        // A duplicate is acknowledged at once and counted.
+        // A duplicate is acknowledged at once, counted, and its timestamp echoed.
         let a = r.on_segment(now, &seg(3, 24)).unwrap();
         assert_eq!(a.cumulative, 11_000);
-        assert_eq!(r.duplicate_bytes(), Bytes::new(1000));
-        assert_eq!(r.bytes_received(), Bytes::new(12_000));
+        assert_eq!(a.ts_echo, Some(Time::from_ms(24)));
+        // A late (reordered) original never moves TS.Recent backwards.
+        let a = r.on_segment(now, &seg(2, 2)).unwrap();
+        assert_eq!(a.ts_echo, Some(Time::from_ms(24)));
+        assert_eq!(r.duplicate_bytes(), Bytes::new(2000));
+        assert_eq!(r.bytes_received(), Bytes::new(13_000));
         assert_eq!(r.bytes_delivered(), Bytes::new(11_000));
     }
 

@@ -747,7 +747,7 @@ mod tests {
         net.sent().iter().filter(|(_, s)| s.is_retransmit).map(|(t, s)| (*t, s.seq)).collect()
     }
 
-    fn cwnd_at(net: &Net, t: Time) -> Bytes { net.trace().iter().filter(|e| e.t <= t).last().unwrap().cwnd }
+    fn cwnd_at(net: &Net, t: Time) -> Bytes { net.trace().iter().rfind(|e| e.t <= t).unwrap().cwnd }
 
     #[test]
     fn initial_window_and_slow_start_doubling_per_rtt() {
@@ -757,7 +757,7 @@ mod tests {
         let per_round: Vec<usize> = (0..4).map(|k| sent.iter().filter(|(t, _)| *t == Time::from_ms(100 * k)).count()).collect();
         assert_eq!(per_round, vec![10, 20, 40, 80], "IW = 10, then doubling every RTT");
         for k in 0..4 {
-            assert_eq!(cwnd_at(&net, Time::from_ms(100 * k)), Bytes::new(10 * MSS << k));
+            assert_eq!(cwnd_at(&net, Time::from_ms(100 * k)), Bytes::new((10 * MSS) << k));
         }
         assert!(net.s.in_slow_start());
         assert_eq!(net.s.ssthresh(), Bytes::INFINITY);
@@ -966,5 +966,33 @@ mod tests {
         s.on_ack(Time::from_ms(102), &Ack::cumulative(1_000_000));
         assert_eq!((s.snd_una(), s.cwnd(), s.bytes_in_flight()), before);
         assert_eq!(s.stats().invalid_acks, 1);
+    }
+
+    /// NewReno with a fixed pacing rate, to exercise the pacing hook.
+    struct Paced(NewReno, Bitrate);
+    impl WindowCongestionControl for Paced {
+        fn name(&self) -> &'static str { "paced" }
+        fn on_ack(&mut self, s: &AckSample) { self.0.on_ack(s) }
+        fn on_congestion_event(&mut self, ev: &CongestionEvent) { self.0.on_congestion_event(ev) }
+        fn on_rto(&mut self, ev: &RtoEvent) { self.0.on_rto(ev) }
+        fn cwnd(&self) -> Bytes { self.0.cwnd() }
+        fn ssthresh(&self) -> Bytes { self.0.ssthresh() }
+        fn pacing_rate(&self) -> Option<Bitrate> { Some(self.1) }
+    }
+
+    #[test]
+    fn pacing_spaces_segments_and_drives_the_timer() {
+        let c = cfg(true);
+        let mut s = TcpSender::with_cc(&c, Box::new(Paced(NewReno::new(c.mss(), 10), Bitrate::from_kbps(1000))));
+        let first = s.poll_transmit(Time::ZERO).unwrap();
+        assert_eq!(first.seq, 0);
+        assert!(s.poll_transmit(Time::ZERO).is_none(), "paced: one segment at a time");
+        // 1052 wire bytes at 1 Mbit/s = 8.416 ms.
+        assert_eq!(s.next_timer(), Some(Time::from_us(8_416)));
+        s.on_timer(Time::from_us(8_416));
+        assert_eq!(s.poll_transmit(Time::from_us(8_416)).unwrap().seq, 1000);
+        assert_eq!(s.next_timer(), Some(Time::from_secs_f64(1.0)), "only the RTO until a poll is refused by pacing");
+        assert!(s.poll_transmit(Time::from_us(10_000)).is_none());
+        assert_eq!(s.next_timer(), Some(Time::from_us(16_832)));
     }
 }
