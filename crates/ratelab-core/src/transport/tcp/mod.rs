@@ -232,7 +232,68 @@ pub struct Ack {
 
 impl Ack {
     /// A plain cumulative ACK without SACK blocks or timestamp (for tests and simple drivers).
-    pub fn cumulative(cum: u64) -> Self {
+    pub fn new(cum: u64) -> Self {
         Ack { cumulative: cum, sack: SackBlocks::EMPTY, ts_echo: None, wire_size: Bytes::new(52) }
+    }
+}
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip_and_unknown_fields_fail() {
+        let d = TcpConfig::default();
+        assert!(d.validate().is_ok());
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(v["cc"], "newreno");
+        assert_eq!(v["mss_bytes"], 1448);
+        assert_eq!(v["max_bytes"], serde_json::Value::Null);
+        let back: TcpConfig = serde_json::from_value(v).unwrap();
+        assert_eq!(back, d);
+        let partial: TcpConfig = serde_json::from_str(r#"{"mss_bytes": 1000, "delayed_ack": true, "max_bytes": 5000}"#).unwrap();
+        assert_eq!((partial.mss_bytes, partial.delayed_ack, partial.max_bytes, partial.header_bytes), (1000, true, Some(5000), 52));
+        let err = serde_json::from_str::<TcpConfig>(r#"{"msss": 1000}"#).unwrap_err();
+        assert!(err.to_string().contains("msss"), "{err}");
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let bad = |f: fn(&mut TcpConfig), field: &str| {
+            let mut c = TcpConfig::default();
+            f(&mut c);
+            assert_eq!(c.validate().unwrap_err().field, field);
+        };
+        bad(|c| c.mss_bytes = 0, "mss_bytes");
+        bad(|c| c.initial_window_segments = 0, "initial_window_segments");
+        bad(|c| c.min_rto_ms = -1.0, "min_rto_ms");
+        bad(|c| c.max_rto_ms = 100.0, "max_rto_ms");
+        bad(|c| c.cc = "cubic".into(), "cc");
+        assert!(TcpSender::new(&TcpConfig { cc: "vegas".into(), ..TcpConfig::default() }).is_err());
+    }
+
+    #[test]
+    fn registry_builds_newreno_and_reno() {
+        let cfg = TcpConfig { mss_bytes: 1000, initial_window_segments: 4, ..TcpConfig::default() };
+        for name in TCP_CC_NAMES {
+            let cc = build_tcp_cc(name, &cfg).unwrap();
+            assert_eq!(cc.cwnd(), Bytes::new(4000));
+            assert_eq!(cc.ssthresh(), Bytes::INFINITY);
+            assert!(cc.in_slow_start());
+            assert_eq!(cc.pacing_rate(), None);
+        }
+        let err = build_tcp_cc("bbr", &cfg).err().unwrap();
+        assert!(err.contains("newreno"), "{err}");
+    }
+
+    #[test]
+    fn sack_blocks_are_bounded_and_inline() {
+        let mut s = SackBlocks::EMPTY;
+        for i in 0..5u64 {
+            s.push(SackBlock { start: i * 10, end: i * 10 + 5 });
+        }
+        assert_eq!(s.len(), MAX_SACK_BLOCKS);
+        assert_eq!(s.as_slice()[2], SackBlock { start: 20, end: 25 });
+        assert_eq!(SackBlocks::from_slice(&[SackBlock { start: 1, end: 2 }]).len(), 1);
     }
 }

@@ -414,7 +414,9 @@ impl TcpSender {
                     if s.state == SegState::InFlight && !retransmitted_now {
                         newly_lost += self.mark_lost(self.una_idx);
                     }
-                    if self.first_lost() == Some(self.una_idx) {
+                    // RFC 6582: retransmit the first unacknowledged segment now. (With SACK the
+                    // pipe decides, as for every other hole, RFC 6675.)
+                    if !self.sack && self.first_lost() == Some(self.una_idx) {
                         self.force_retransmit = true;
                     }
                     if self.uses_inflation() {
@@ -928,7 +930,7 @@ mod tests {
         // Plain sample: ACK for a segment sent once.
         let mut s = TcpSender::new(&c).unwrap();
         while s.poll_transmit(Time::ZERO).is_some() {}
-        s.on_ack(Time::from_ms(100), &Ack::cumulative(1000));
+        s.on_ack(Time::from_ms(100), &Ack::new(1000));
         assert_eq!(s.srtt(), Some(Duration::from_ms(100)));
 
         // Timeout, retransmission, then an ACK without timestamp: ambiguous, no sample, the
@@ -939,7 +941,7 @@ mod tests {
         let rx = s.poll_transmit(Time::from_ms(1000)).unwrap();
         assert!(rx.is_retransmit && rx.seq == 0);
         assert_eq!(s.rto(), Duration::from_secs(2));
-        s.on_ack(Time::from_ms(1100), &Ack::cumulative(1000));
+        s.on_ack(Time::from_ms(1100), &Ack::new(1000));
         assert_eq!(s.srtt(), None);
         assert_eq!(s.rto(), Duration::from_secs(2));
 
@@ -948,7 +950,7 @@ mod tests {
         while s.poll_transmit(Time::ZERO).is_some() {}
         s.on_timer(Time::from_ms(1000));
         s.poll_transmit(Time::from_ms(1000)).unwrap();
-        let ack = Ack { ts_echo: Some(Time::from_ms(1000)), ..Ack::cumulative(1000) };
+        let ack = Ack { ts_echo: Some(Time::from_ms(1000)), ..Ack::new(1000) };
         s.on_ack(Time::from_ms(1100), &ack);
         assert_eq!(s.srtt(), Some(Duration::from_ms(100)));
         assert_eq!(s.rto(), Duration::from_ms(300));
@@ -958,12 +960,12 @@ mod tests {
     fn stale_and_invalid_acks_are_harmless() {
         let mut s = TcpSender::new(&cfg(true)).unwrap();
         while s.poll_transmit(Time::ZERO).is_some() {}
-        s.on_ack(Time::from_ms(100), &Ack::cumulative(5000));
+        s.on_ack(Time::from_ms(100), &Ack::new(5000));
         let before = (s.snd_una(), s.cwnd(), s.bytes_in_flight());
         // An older ACK (reordered) is not a duplicate and changes nothing.
-        s.on_ack(Time::from_ms(101), &Ack::cumulative(3000));
+        s.on_ack(Time::from_ms(101), &Ack::new(3000));
         // An ACK for data never sent is ignored.
-        s.on_ack(Time::from_ms(102), &Ack::cumulative(1_000_000));
+        s.on_ack(Time::from_ms(102), &Ack::new(1_000_000));
         assert_eq!((s.snd_una(), s.cwnd(), s.bytes_in_flight()), before);
         assert_eq!(s.stats().invalid_acks, 1);
     }
