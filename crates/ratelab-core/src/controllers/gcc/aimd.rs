@@ -131,7 +131,7 @@ impl AimdRateControl {
     /// here, otherwise every overusing feedback would halve the rate.)
     pub fn initial_time_to_reduce_further(&self, now: Time) -> bool {
         let interval = self.rtt.clamp(MIN_REDUCTION_INTERVAL, MAX_REDUCTION_INTERVAL);
-        self.valid_estimate() && self.time_last_change.map_or(true, |t| now - t >= interval)
+        self.valid_estimate() && self.time_last_change.is_none_or(|t| now - t >= interval)
     }
 
     /// Set the estimate directly (probe result, initial halving).
@@ -193,7 +193,7 @@ impl AimdRateControl {
             RateControlState::Decrease => {
                 let mut decreased = throughput.scale(BETA);
                 if self.cfg.subtract_additional_backoff && decreased > ADDITIONAL_BACKOFF {
-                    decreased = decreased - ADDITIONAL_BACKOFF;
+                    decreased -= ADDITIONAL_BACKOFF;
                 }
                 if decreased > self.current {
                     if let Some(c) = self.capacity.estimate() {

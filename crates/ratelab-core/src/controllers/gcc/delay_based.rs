@@ -59,7 +59,7 @@ impl DelayBasedBwe {
         for p in packets {
             let Some(recv) = p.recv_time else { continue };
             any = true;
-            if self.last_seen_packet.map_or(true, |t| now - t > STREAM_TIMEOUT) {
+            if self.last_seen_packet.is_none_or(|t| now - t > STREAM_TIMEOUT) {
                 self.inter_arrival = InterArrival::new(SEND_TIME_GROUP_LENGTH);
                 self.trendline = Trendline::new(self.window);
             }

@@ -18,6 +18,7 @@ const INCREASE_INTERVAL: Duration = Duration::from_secs(1);
 const DECREASE_INTERVAL: Duration = Duration::from_ms(300);
 const MAX_RTCP_FEEDBACK_INTERVAL: Duration = Duration::from_secs(5);
 const START_PHASE: Duration = Duration::from_secs(2);
+const MAX_HISTORY: usize = 1024;
 /// Spec 2.10 RTT backoff.
 const RTT_LIMIT: Duration = Duration::from_secs(3);
 const RTT_DROP_FRACTION: f64 = 0.8;
@@ -192,7 +193,7 @@ impl SendSideBwe {
         }
     }
 
-    fn in_start_phase(&self, now: Time) -> bool { self.first_report_time.map_or(true, |t| now - t < START_PHASE) }
+    fn in_start_phase(&self, now: Time) -> bool { self.first_report_time.is_none_or(|t| now - t < START_PHASE) }
 
     fn v2_ready(&self) -> bool { self.v2.as_ref().is_some_and(|v| v.is_ready()) }
 
@@ -285,6 +286,10 @@ impl SendSideBwe {
             }
         }
         self.min_bitrate_history.push_back((now, self.current_target));
+        // Bound the history even if time runs backwards.
+        if self.min_bitrate_history.len() > MAX_HISTORY {
+            self.min_bitrate_history.pop_front();
+        }
     }
 
     fn upper_limit(&self) -> Bitrate { self.delay_based_limit.min(self.receiver_limit).min(self.max_bitrate) }

@@ -110,6 +110,8 @@ impl Default for LossV2Config {
 const MIN_BITRATE: Bitrate = Bitrate::from_kbps(5);
 /// Largest observation window we allow (keeps the median on the stack).
 const MAX_WINDOW: usize = 64;
+/// Lost packets tracked individually per partial observation (for "lost, then received").
+const MAX_TRACKED_LOST: usize = 4096;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Observation {
@@ -162,6 +164,7 @@ pub struct LossBasedBweV2 {
     /// (seq, size) of packets reported lost in the partial observation; removed when a later
     /// feedback reports them received (spec 1.1).
     partial_lost: Vec<(u64, f64)>,
+    partial_lost_overflow: f64,
     last_send_time_most_recent_observation: Option<Time>,
     cached_instant_upper_bound: f64,
     cached_instant_lower_bound: f64,
@@ -196,6 +199,7 @@ impl LossBasedBweV2 {
             partial_packets: 0,
             partial_size: 0.0,
             partial_lost: Vec::with_capacity(64),
+            partial_lost_overflow: 0.0,
             last_send_time_most_recent_observation: None,
             cached_instant_upper_bound: f64::INFINITY,
             cached_instant_lower_bound: 0.0,
@@ -504,7 +508,12 @@ impl LossBasedBweV2 {
                     self.partial_lost.swap_remove(i);
                 }
             } else if !self.partial_lost.iter().any(|&(s, _)| s == p.sent.seq) {
-                self.partial_lost.push((p.sent.seq, size));
+                if self.partial_lost.len() < MAX_TRACKED_LOST {
+                    self.partial_lost.push((p.sent.seq, size));
+                } else {
+                    // Pathological input (send time not advancing): stop de-duplicating.
+                    self.partial_lost_overflow += size;
+                }
             }
             self.partial_size += size;
             last_send = Some(last_send.map_or(p.sent.send_time, |t| t.max(p.sent.send_time)));
@@ -516,7 +525,7 @@ impl LossBasedBweV2 {
             return false;
         }
         self.last_send_time_most_recent_observation = Some(last_send);
-        let lost_bytes: f64 = self.partial_lost.iter().map(|&(_, s)| s).sum();
+        let lost_bytes: f64 = self.partial_lost.iter().map(|&(_, s)| s).sum::<f64>() + self.partial_lost_overflow;
         let size = self.partial_size;
         let id = self.num_observations;
         self.num_observations += 1;
@@ -530,6 +539,7 @@ impl LossBasedBweV2 {
         self.partial_packets = 0;
         self.partial_size = 0.0;
         self.partial_lost.clear();
+        self.partial_lost_overflow = 0.0;
         self.calculate_instant_upper_bound();
         true
     }

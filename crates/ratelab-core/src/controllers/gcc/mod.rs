@@ -405,7 +405,7 @@ impl Controller for Gcc {
         // Loss reports for the classic controller (feedback-only mode, aggregated).
         self.expected_since_loss_update += fb.packets.len() as i64;
         self.lost_since_loss_update += fb.lost().count() as i64;
-        if self.next_loss_update.map_or(true, |t| now > t) {
+        if self.next_loss_update.is_none_or(|t| now > t) {
             self.next_loss_update = Some(now + self.loss_report_interval);
             self.ssbe.update_packets_lost(self.lost_since_loss_update, self.expected_since_loss_update, now);
             self.lost_since_loss_update = 0;

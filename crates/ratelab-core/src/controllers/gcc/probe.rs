@@ -152,7 +152,7 @@ impl ProbeController {
         let suggested = self.bitrate_before_last_large_drop.scale(PROBE_FRACTION_AFTER_DROP);
         let min_expected = suggested.scale(1.0 - PROBE_UNCERTAINTY);
         let since_drop_ok = self.time_of_last_large_drop.is_some_and(|t| now - t < BITRATE_DROP_TIMEOUT);
-        let since_probe_ok = self.last_drop_probe.map_or(true, |t| now - t > MIN_TIME_BETWEEN_DROP_PROBES);
+        let since_probe_ok = self.last_drop_probe.is_none_or(|t| now - t > MIN_TIME_BETWEEN_DROP_PROBES);
         if min_expected > self.estimated && since_drop_ok && since_probe_ok {
             self.last_drop_probe = Some(now);
             return self.initiate(now, &[suggested], false);
@@ -251,6 +251,9 @@ impl ProbeBitrateEstimator {
         let idx = match self.clusters.iter().position(|c| c.id == id) {
             Some(i) => i,
             None => {
+                if self.clusters.len() >= MAX_KNOWN_CLUSTERS {
+                    self.clusters.remove(0);
+                }
                 self.clusters.push(Aggregate {
                     id,
                     num_probes: 0,

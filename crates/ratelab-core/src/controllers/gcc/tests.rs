@@ -145,7 +145,7 @@ impl Sim {
     fn deliver_feedback(&mut self, mut fb: TransportFeedback) {
         fb.prior_in_flight = self.in_flight;
         for p in &fb.packets {
-            self.in_flight = self.in_flight - p.sent.size;
+            self.in_flight -= p.sent.size;
         }
         fb.data_in_flight = self.in_flight;
         let up = self.g.on_feedback(&fb);

@@ -282,7 +282,7 @@ mod tests {
         // +0.5 ms per 5 ms group: the queue grows at 10 % of the send rate.
         let (over, seen) = run(0.5, 60);
         let first = seen.iter().position(|s| *s == BandwidthUsage::Overusing).expect("overuse detected");
-        assert!(first >= DEFAULT_WINDOW - 1 && first < 40, "first overuse at group {first}");
+        assert!((DEFAULT_WINDOW - 1..40).contains(&first), "first overuse at group {first}");
         assert!(over.trend() > 0.05, "trend {}", over.trend());
         let (flat, seen) = run(0.0, 200);
         assert!(seen.iter().all(|s| *s == BandwidthUsage::Normal));
