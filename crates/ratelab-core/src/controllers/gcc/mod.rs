@@ -17,7 +17,11 @@
 //! *pushback on the target rate* (the lab's encoder does not drop frames), and — as in libwebrtc
 //! when pushback is on — the window itself is not handed to the pacer unless
 //! [`GccConfig::cwnd_to_pacer`] is set. RTT for AIMD is the per-feedback propagation RTT of 1.3
-//! (spec 2.2, no RTCP RR in the simulator) unless `on_rtt_update` supplies one.
+//! (spec 2.2, no RTCP RR in the simulator) unless `on_rtt_update` supplies one. Losses reach
+//! the classic controller from the transport feedback, aggregated over 1 s as in libwebrtc's
+//! feedback-only mode. The rate evaluation (`MaybeTriggerOnNetworkChanged`) runs after every
+//! feedback, not only after feedbacks that changed the delay-based estimate, so that
+//! loss-based changes are emitted without waiting for the next 25 ms tick.
 
 pub mod acked_bitrate;
 pub mod aimd;

@@ -667,3 +667,4 @@ fn perf_smoke() {
 }
 
 
+
