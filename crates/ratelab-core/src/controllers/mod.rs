@@ -9,10 +9,13 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
 
+pub mod bbr;
 pub mod common;
 pub mod fixed;
 pub mod gcc;
 pub mod oracle;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 /// What the driver offers a controller at construction.
 #[derive(Clone)]
@@ -55,6 +58,18 @@ pub fn registry() -> &'static [Entry] {
             summary: "Google Congestion Control as in current libwebrtc goog_cc (profiles: current, m84, m60)",
             defaults: defaults_of::<gcc::GccConfig>,
             build: |p, cx| Ok(Built::sender(gcc::Gcc::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "bbr-webrtc",
+            summary: "BBRv1 as shipped in libwebrtc (2018-2019), with its congestion window gating the pacer",
+            defaults: defaults_of::<bbr::BbrWebrtcConfig>,
+            build: |p, cx| Ok(Built::sender(bbr::BbrWebrtc::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "rbbr",
+            summary: "Rate BBR (Cross paper 002): WebRTC-BBR without cwnd, pacing and target discounts",
+            defaults: defaults_of::<bbr::RbbrConfig>,
+            build: |p, cx| Ok(Built::sender(bbr::Rbbr::new(parse_params(p)?, cx))),
         },
         Entry {
             name: "fixed",
