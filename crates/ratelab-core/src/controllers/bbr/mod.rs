@@ -160,13 +160,13 @@ mod tests {
         assert!(tgt > 3400.0 && tgt < 4600.0, "mean target {tgt}");
     }
 
-    /// RBBR on the same link: no window, 4-phase cycle, PROBE_RTT after 5 s at half rate,
-    /// target = 0.9 · BW in PROBE_BW.
+    /// RBBR on the same link: window only in STARTUP/DRAIN, 4-phase cycle, PROBE_RTT after 5 s
+    /// at half rate, target = min(0.9 · BW, pacing) in PROBE_BW.
     #[test]
     fn rbbr_state_machine_and_discounts() {
         let c = Rbbr::new(RbbrConfig::default(), &BuildContext::new(3));
         let mut h = Harness::new(Box::new(c), Bitrate::from_kbps(4000), 20, constraints(20_000));
-        assert_eq!(h.cwnd, Bytes::INFINITY);
+        assert_eq!(h.cwnd, MSS * 32, "STARTUP keeps WebRTC-BBR's initial window");
         let mut probe_rtt_entries = 0;
         let mut last_mode = -1.0;
         let mut gains = std::collections::BTreeSet::new();
@@ -180,6 +180,7 @@ mod tests {
             if mode == 3.0 && last_mode != 3.0 { probe_rtt_entries += 1; }
             last_mode = mode;
             let bw = Bitrate::from_kbps_f64(diag(&*h.ctrl, "bbr_bw_kbps"));
+            if mode >= 2.0 { assert_eq!(h.cwnd, Bytes::INFINITY, "no window in PROBE_BW / PROBE_RTT"); }
             if mode == 2.0 {
                 gains.insert((gain * 1000.0).round() as i64);
                 if t > 3000 {
