@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 pub mod bbr;
 pub mod common;
+pub mod cross;
 pub mod fixed;
 pub mod gcc;
 pub mod oracle;
@@ -70,6 +71,12 @@ pub fn registry() -> &'static [Entry] {
             summary: "Rate BBR (Cross paper 002): WebRTC-BBR without cwnd, pacing and target discounts",
             defaults: defaults_of::<bbr::RbbrConfig>,
             build: |p, cx| Ok(Built::sender(bbr::Rbbr::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "cross",
+            summary: "Cross (paper 002): delay-based MIMD on queue load with fast bandwidth adaptation",
+            defaults: defaults_of::<cross::CrossConfig>,
+            build: |p, cx| Ok(Built::sender(cross::Cross::new(parse_params(p)?, cx))),
         },
         Entry {
             name: "fixed",

@@ -18,6 +18,8 @@ pub struct Harness {
     /// Capacity steps `(from, rate)`.
     pub capacity: Vec<(Time, Bitrate)>,
     pub owd: Duration,
+    /// Extra forward delay from a time on `(from, extra)` (only increases keep FIFO order).
+    pub delay_steps: Vec<(Time, Duration)>,
     pub ret: Duration,
     /// Drop-tail limit expressed as queuing delay.
     pub queue_limit: Duration,
@@ -49,7 +51,7 @@ impl Harness {
         let mut h = Harness {
             ctrl, now: Time::ZERO, target: constraints.start_rate, pacing: constraints.start_rate, padding: Bitrate::ZERO,
             cwnd: Bytes::INFINITY, in_flight: Bytes::ZERO, capacity: vec![(Time::ZERO, capacity)],
-            owd: Duration::from_ms(owd_ms), ret: Duration::from_ms(owd_ms), queue_limit: Duration::from_ms(1000),
+            owd: Duration::from_ms(owd_ms), delay_steps: Vec::new(), ret: Duration::from_ms(owd_ms), queue_limit: Duration::from_ms(1000),
             fb_interval: Duration::from_ms(50), packet: Bytes::new(1200), next_send: Time::ZERO,
             next_fb: Time::from_ms(50), next_tick: Time::from_ms(25), link_free: Time::ZERO, seq: 0,
             outstanding: Vec::new(), in_transit: Vec::new(), sent_bytes: Bytes::ZERO, delivered_bytes: Bytes::ZERO,
@@ -90,7 +92,8 @@ impl Harness {
             let c = self.capacity_at(start);
             self.link_free = start + size / c;
             self.queue_log.push((self.now, start - self.now));
-            Some(self.link_free + self.owd)
+            let extra = self.delay_steps.iter().rev().find(|(from, _)| *from <= self.link_free).map_or(Duration::ZERO, |(_, d)| *d);
+            Some(self.link_free + self.owd + extra)
         };
         self.outstanding.push((sp, arrival));
         let u = self.ctrl.on_packet_sent(&sp);
