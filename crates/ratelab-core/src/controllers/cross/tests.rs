@@ -9,6 +9,10 @@ fn constraints(max_kbps: i64) -> Constraints {
 
 fn cross(cfg: CrossConfig) -> Cross { Cross::new(cfg, &BuildContext::new(1)) }
 
+/// Defaults with the encoder discount off: the harness sends exactly the target (no headers),
+/// so target = r and the rate rule can be read off the target.
+fn unit() -> CrossConfig { CrossConfig { encoder_discount: 1.0, ..CrossConfig::default() } }
+
 fn diag(c: &dyn Controller, name: &str) -> f64 {
     let mut d = Vec::new();
     c.diagnostics(&mut d);
@@ -23,7 +27,7 @@ fn run(h: &mut Harness, until_ms: i64, step_ms: i64, mut f: impl FnMut(&Harness)
 
 #[test]
 fn startup_drain_probe_bw_then_holds_capacity_with_small_queue() {
-    let mut h = Harness::new(Box::new(cross(CrossConfig::default())), Bitrate::from_kbps(4000), 25, constraints(20_000));
+    let mut h = Harness::new(Box::new(cross(unit())), Bitrate::from_kbps(4000), 25, constraints(20_000));
     let mut modes = vec![];
     run(&mut h, 30_000, 5, |h| { let m = diag(&*h.ctrl, "cross_mode"); if modes.last() != Some(&m) { modes.push(m); } });
     assert_eq!(&modes[..3], &[0.0, 1.0, 2.0], "{modes:?}");
@@ -38,8 +42,8 @@ fn startup_drain_probe_bw_then_holds_capacity_with_small_queue() {
 #[test]
 fn startup_exits_on_queue_load_alone_and_on_growth_alone() {
     for (name, cfg) in [
-        ("queue rule", CrossConfig { startup_rounds: 1000, ..CrossConfig::default() }),
-        ("growth rule", CrossConfig { startup_queue_rounds: 1000, ..CrossConfig::default() }),
+        ("queue rule", CrossConfig { startup_rounds: 1000, ..unit() }),
+        ("growth rule", CrossConfig { startup_queue_rounds: 1000, ..unit() }),
     ] {
         let mut h = Harness::new(Box::new(cross(cfg)), Bitrate::from_kbps(4000), 25, constraints(20_000));
         let mut left = None;
@@ -52,7 +56,7 @@ fn startup_exits_on_queue_load_alone_and_on_growth_alone() {
 #[test]
 fn probe_bw_decisions_step_5_percent_about_every_three_rounds_then_accelerate() {
     // 100 Mbit/s link, 50 ms RTT: no queue, every decision is UP with D_m = D_min (low delay).
-    let c = cross(CrossConfig::default()).start_in_probe_bw();
+    let c = cross(unit()).start_in_probe_bw();
     let mut h = Harness::new(Box::new(c), Bitrate::from_kbps(100_000), 25, constraints(100_000));
     run(&mut h, 3000, 1, |_| {});
     let changes: Vec<(Time, Bitrate)> = h.target_log.windows(2).filter(|w| w[1].1 != w[0].1).map(|w| w[1]).collect();
@@ -76,7 +80,7 @@ fn probe_bw_decisions_step_5_percent_about_every_three_rounds_then_accelerate() 
 #[test]
 fn queue_load_above_threshold_steps_down_and_fast_reduces() {
     // Start in ProbeBW at 3 Mbit/s on a 2 Mbit/s link: the queue load exceeds 2 MTU.
-    let cfg = CrossConfig { fast_adapt: false, ..CrossConfig::default() };
+    let cfg = CrossConfig { fast_adapt: false, ..unit() };
     let c = cross(cfg).start_in_probe_bw();
     let mut cons = constraints(20_000);
     cons.start_rate = Bitrate::from_kbps(3000);
@@ -104,7 +108,7 @@ fn probe_rtt_after_five_seconds_without_new_min_delay() {
     // No queue (100 Mbit/s) but the path delay grows by 20 ms at 2 s: D_min (25 ms + tx) is not
     // sampled again, so ProbeRTT starts ~5 s later, halves the rate for ≥ 200 ms and a round,
     // re-samples D_min at the new base (≈ 45 ms) and restores the rate.
-    let cfg = CrossConfig { accel: false, ..CrossConfig::default() };
+    let cfg = CrossConfig { accel: false, ..unit() };
     let c = cross(cfg).start_in_probe_bw();
     let mut h = Harness::new(Box::new(c), Bitrate::from_kbps(100_000), 25, constraints(100_000));
     h.delay_steps = vec![(Time::from_ms(2000), Duration::from_ms(20))];
@@ -134,7 +138,7 @@ fn fast_adaptation_shortens_the_delay_spike_after_a_capacity_drop() {
     // 10 → 4 Mbit/s at 20 s, 500 ms buffer, 50 ms RTT. Spike = time (10 ms bins by send time)
     // with > 100 ms queuing delay during the 20 s after the drop.
     let spike = |fast_adapt: bool| {
-        let cfg = CrossConfig { fast_adapt, ..CrossConfig::default() };
+        let cfg = CrossConfig { fast_adapt, ..unit() };
         let mut h = Harness::new(Box::new(cross(cfg)), Bitrate::from_kbps(10_000), 25, constraints(10_000));
         h.capacity.push((Time::from_ms(20_000), Bitrate::from_kbps(4000)));
         h.queue_limit = Duration::from_ms(500);
@@ -164,7 +168,7 @@ fn fast_adaptation_shortens_the_delay_spike_after_a_capacity_drop() {
 fn debug_timeline() {
     let fast: bool = std::env::var("FA").map_or(true, |v| v == "1");
     let env = |k: &str, d: i64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-    let cfg = CrossConfig { fast_adapt: fast, ..CrossConfig::default() };
+    let cfg = CrossConfig { fast_adapt: fast, ..unit() };
     let mut h = Harness::new(Box::new(cross(cfg)), Bitrate::from_kbps(env("CAP", 10_000)), 25, constraints(env("MAX", env("CAP", 10_000))));
     h.capacity.push((Time::from_ms(20_000), Bitrate::from_kbps(env("CAP2", 4000))));
     h.queue_limit = Duration::from_ms(env("QMS", 2000));
@@ -179,4 +183,15 @@ fn debug_timeline() {
                 diag(&*h.ctrl, "cross_d_min_ms"), diag(&*h.ctrl, "cross_d_m_ms"), diag(&*h.ctrl, "cross_queue_load_bytes"), diag(&*h.ctrl, "cross_decisions"), diag(&*h.ctrl, "cross_fast_adapt_resets"), diag(&*h.ctrl, "cross_probe_rtts"));
         }
     }
+}
+
+#[test]
+fn outputs_target_discounted_and_pacing_at_the_rate() {
+    let mut c = cross(CrossConfig::default());
+    let u = c.on_start(Time::ZERO, constraints(10_000));
+    // r = start rate 500 kbit/s; encoder target = 0.95 · r; pacing = 1.0 · r; no padding, no window
+    assert_eq!(u.target_rate, Some(Bitrate::from_kbps(475)));
+    assert_eq!(u.pacing_rate, Some(Bitrate::from_kbps(500)));
+    assert_eq!(u.padding_rate, Some(Bitrate::ZERO));
+    assert_eq!(u.cwnd, None);
 }
