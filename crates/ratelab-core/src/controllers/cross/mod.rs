@@ -418,9 +418,7 @@ impl Cross {
                     self.rate = self.clamp(bw.scale(1.0 / self.gain()));
                 }
             }
-            Mode::Drain => {
-                if q.is_some_and(|q| q < self.threshold) { self.enter_probe_bw(now, bw); }
-            }
+            Mode::Drain if q.is_some_and(|q| q < self.threshold) => self.enter_probe_bw(now, bw),
             _ => {}
         }
     }
