@@ -12,6 +12,7 @@ use std::sync::Arc;
 pub mod common;
 pub mod fixed;
 pub mod gcc;
+pub mod nada;
 pub mod oracle;
 
 /// What the driver offers a controller at construction.
@@ -55,6 +56,21 @@ pub fn registry() -> &'static [Entry] {
             summary: "Google Congestion Control as in current libwebrtc goog_cc (profiles: current, m84, m60)",
             defaults: defaults_of::<gcc::GccConfig>,
             build: |p, cx| Ok(Built::sender(gcc::Gcc::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "nada",
+            summary: "NADA (RFC 8698): delay/loss congestion signal, accelerated ramp-up and gradual reference-rate update",
+            defaults: defaults_of::<nada::NadaConfig>,
+            build: |p, _| Ok(Built::sender(nada::Nada::new(parse_params(p)?))),
+        },
+        Entry {
+            name: "nadar",
+            summary: "NADAR (paper 002): NADA with a ProbeRTT state that re-samples the base delay every 10 s",
+            defaults: || serde_json::to_value(nada::NadaConfig::nadar()).unwrap_or(serde_json::Value::Null),
+            build: |p, _| {
+                let v = nada::overlay_params(serde_json::to_value(nada::NadaConfig::nadar()).unwrap_or(serde_json::Value::Null), p);
+                Ok(Built::sender(nada::Nada::new(parse_params(&v)?)))
+            },
         },
         Entry {
             name: "fixed",

@@ -299,6 +299,8 @@ impl Simulation {
     fn on_controller_tick(&mut self, f: u32) {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
+        let q = m.controller.on_sender_queue(now, m.pacer.queue_bytes());
+        m.apply(now, q);
         let u = m.controller.on_tick(now);
         m.apply(now, u);
         m.check_pause();
