@@ -11,7 +11,9 @@
 //!
 //! Sender output (RFC 8698 §5.2): `r_vin = max(RMIN, r_ref − BETA_V·8·L_s·FPS)` to the encoder,
 //! `r_send = min(RMAX, r_ref + BETA_S·8·L_s·FPS)` to the pacer (× `pacing_factor`), with `L_s` the
-//! pacer-queue bytes the simulator reports through [`Controller::on_sender_queue`].
+//! pacer-queue bytes the simulator reports through [`Controller::on_sender_queue`]. The defaults
+//! follow the cisco reference code (`BETA_V = BETA_S = 0`, so target = send rate = `r_ref`); the
+//! RFC's 0.1 / 0.1 are parameters.
 //!
 //! NADAR (spec 8.5, ⚙ reconstructed where noted): `d_base` is a minimum that must be re-sampled
 //! (a sample ≤ `d_base + tolerance`) at least every `base_delay_window_ms`; otherwise the flow
@@ -76,9 +78,11 @@ pub struct NadaConfig {
     pub xmax_ms: f64,
     /// Taps of the minimum filter on the queuing delay (spec 8.2, cisco: 15).
     pub min_filter_taps: usize,
-    /// BETA_V, encoder-rate reduction per byte of sender queue (RFC 8698 §5.2: 0.1; cisco: 0).
+    /// BETA_V, encoder-rate reduction per byte of sender queue (RFC 8698 §5.2: 0.1; cisco
+    /// reference and default here: 0 — with the lab's 300 ms encoder lag the RFC values drive a
+    /// 3 s limit cycle, see docs/controllers/nada.md).
     pub beta_v: f64,
-    /// BETA_S, send-rate increase per byte of sender queue (RFC 8698 §5.2: 0.1; cisco: 0).
+    /// BETA_S, send-rate increase per byte of sender queue (RFC 8698 §5.2: 0.1; cisco and default: 0).
     pub beta_s: f64,
     /// FPS in the `r_vin`/`r_send` formulas (spec 8.4: 30).
     pub fps: f64,
@@ -107,7 +111,7 @@ impl Default for NadaConfig {
             xref_ms: 10.0, kappa: 0.5, eta: 2.0, tau_ms: 500.0, delta_ms: 100.0, min_update_fraction: 0.5,
             logwin_ms: 500.0, qeps_ms: 10.0, dfilt_ms: 120.0, gamma_max: 0.1, qbound_ms: 50.0,
             multiloss: 7.0, qth_ms: 50.0, lambda: 0.5, plrref: 0.01, dloss_ms: 10.0, alpha: 0.1,
-            xmax_ms: 500.0, min_filter_taps: 15, beta_v: 0.1, beta_s: 0.1, fps: 30.0, pacing_factor: 1.0,
+            xmax_ms: 500.0, min_filter_taps: 15, beta_v: 0.0, beta_s: 0.0, fps: 30.0, pacing_factor: 1.0,
             probe_rtt: false, base_delay_window_ms: 10_000.0, base_delay_tolerance_ms: 0.0,
             probe_rtt_min_ms: 200.0, probe_rtt_rate_factor: 0.5, probe_rtt_restore: true,
         }
@@ -352,7 +356,7 @@ impl Nada {
             None => { self.d_base = Some(owd); self.base_stamp = now; }
             Some(b) => {
                 if owd <= b + tol { self.base_stamp = now; }
-                if owd < b { self.d_base = Some(owd); }
+                if owd < b { self.d_base = Some(owd);}
             }
         }
         self.taps.push_back(owd);
@@ -533,7 +537,7 @@ mod tests {
 
     #[test]
     fn controller_reproduces_two_gradual_steps() {
-        let mut n = Nada::new(NadaConfig { beta_v: 0.0, beta_s: 0.0, ..cfg() });
+        let mut n = Nada::new(cfg());
         n.on_start(Time::from_ms(0), constraints(1000));
         let mut f = Feeder { seq: 0 };
         // base 50 ms from the first packet, then 20 packets at 70 ms: the 15-tap minimum is 70,
@@ -557,7 +561,7 @@ mod tests {
 
     #[test]
     fn ramp_up_uses_receive_rate_when_queue_is_empty() {
-        let mut n = Nada::new(NadaConfig { beta_v: 0.0, beta_s: 0.0, ..cfg() });
+        let mut n = Nada::new(cfg());
         n.on_start(Time::from_ms(0), constraints(300));
         let mut f = Feeder { seq: 0 };
         // 11 packets of 1250 B, one every 10 ms, constant OWD: r_recv = 10·10000 bit / 0.1 s = 1 Mbit/s;
@@ -570,7 +574,7 @@ mod tests {
 
     #[test]
     fn loss_switches_to_gradual_and_enters_the_signal() {
-        let mut n = Nada::new(NadaConfig { beta_v: 0.0, beta_s: 0.0, ..cfg() });
+        let mut n = Nada::new(cfg());
         n.on_start(Time::from_ms(0), constraints(1000));
         let mut f = Feeder { seq: 0 };
         // 10 packets, one lost, no queuing: p_loss = 0.1·0.1 = 0.01 → x = 10·(0.01/0.01)² = 10 ms
@@ -597,7 +601,7 @@ mod tests {
     #[test]
     fn sender_queue_shapes_encoder_and_send_rates() {
         // RFC 8698 §5.2: r_vin = r_ref − 0.1·8·L_s·30, r_send = r_ref + 0.1·8·L_s·30
-        let mut n = Nada::new(cfg());
+        let mut n = Nada::new(NadaConfig { beta_v: 0.1, beta_s: 0.1, ..cfg() });
         n.on_start(Time::from_ms(0), constraints(1000));
         let u = n.on_sender_queue(Time::from_ms(10), Bytes::new(1000));
         assert_eq!(u.target_rate, Some(Bitrate::from_kbps(976)));
@@ -606,7 +610,7 @@ mod tests {
 
     #[test]
     fn nadar_probes_when_base_delay_is_stale_and_resamples_it() {
-        let mut n = Nada::new(NadaConfig { beta_v: 0.0, beta_s: 0.0, ..NadaConfig::nadar() });
+        let mut n = Nada::new(NadaConfig::nadar());
         n.on_start(Time::from_ms(0), constraints(1000));
         let mut f = Feeder { seq: 0 };
         n.on_feedback(&f.fb(100.0, &[(0.0, Some(40.0))]));
