@@ -93,12 +93,32 @@ fn merge(a: &mut serde_json::Value, b: &serde_json::Value) {
 fn explore() {
     let c = std::env::var("CC").unwrap_or("nada".into());
     let params: serde_json::Value = serde_json::from_str(&std::env::var("P").unwrap_or("null".into())).unwrap();
+    let mut sc = single(&c, params.clone(), 60.0);
     let media: serde_json::Value = serde_json::from_str(&std::env::var("M").unwrap_or("{}".into())).unwrap();
-    for seed in 1..=3 {
-        let mut sc = paper_three(&c, params.clone(), 4000.0, 50.0, 300.0);
-        for f in sc["flows"].as_array_mut().unwrap() { merge(&mut f["media"], &media); }
-        let (m, s) = recv_means(sc.clone(), seed, 100.0, 200.0);
-        let (m2, _) = recv_means(sc, seed, 220.0, 300.0);
-        println!("{c} seed {seed}: 100-200 {m:.0?} 220-300 {m2:.0?} jain {:.3} util {:.3} owd {:.1?}", s.link.jain_index, s.link.utilization, s.flows.iter().map(|f| f.owd_ms_mean.unwrap_or(0.0)).collect::<Vec<_>>());
+    merge(&mut sc["flows"][0]["media"], &media);
+    let mut sim = build_simulation(&scenario(sc), 1, None).unwrap();
+    sim.run_to_end();
+    let sum = sim.summary();
+    let s = sim.take_series();
+    let mut out = String::new();
+    for i in 0..s.len() {
+        if ((s.t_s[i] * 40.0).round() as i64) % 20 == 0 {
+            out += &format!("{:.0}:{:.0}/{:.0}/{:.0} ", s.t_s[i], s.target_kbps[i], s.recv_kbps[i], s.queue_ms[i]);
+        }
     }
+    println!("{out}");
+    let f = &sum.flows[0];
+    println!("{c}: util {:.3} owd {:.1?} p95 {:.1?} q {:.1?} loss {:.4} freeze {:?}", sum.link.utilization, f.owd_ms_mean, f.owd_ms_p95, f.queue_delay_ms_mean, f.loss_rate, f.freeze_ratio);
+}
+
+#[test]
+fn explore3() {
+    let c = std::env::var("CC").unwrap_or("nada".into());
+    let params: serde_json::Value = serde_json::from_str(&std::env::var("P").unwrap_or("null".into())).unwrap();
+    let media: serde_json::Value = serde_json::from_str(&std::env::var("M").unwrap_or("{}".into())).unwrap();
+    let mut sc = paper_three(&c, params.clone(), 4000.0, 50.0, 300.0);
+    for f in sc["flows"].as_array_mut().unwrap() { merge(&mut f["media"], &media); }
+    let (m, s) = recv_means(sc.clone(), 1, 100.0, 200.0);
+    let (m2, _) = recv_means(sc, 1, 220.0, 300.0);
+    println!("{c}: 100-200 {m:.0?} 220-300 {m2:.0?} jain {:.3} util {:.3} owd {:.1?} q {:.1?}", s.link.jain_index, s.link.utilization, s.flows.iter().map(|f| f.owd_ms_mean.unwrap_or(0.0)).collect::<Vec<_>>(), s.flows.iter().map(|f| f.queue_delay_ms_mean.unwrap_or(0.0)).collect::<Vec<_>>());
 }

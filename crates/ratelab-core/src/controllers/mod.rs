@@ -10,6 +10,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 pub mod common;
+pub mod copa;
 pub mod fixed;
 pub mod gcc;
 pub mod nada;
@@ -71,6 +72,12 @@ pub fn registry() -> &'static [Entry] {
                 let v = nada::overlay_params(serde_json::to_value(nada::NadaConfig::nadar()).unwrap_or(serde_json::Value::Null), p);
                 Ok(Built::sender(nada::Nada::new(parse_params(&v)?)))
             },
+        },
+        Entry {
+            name: "copa",
+            summary: "Copa (NSDI'18): delay-based target rate 1/(δ·d_q) with velocity and competitive mode; rate = cwnd/RTT_standing",
+            defaults: defaults_of::<copa::CopaConfig>,
+            build: |p, _| Ok(Built::sender(copa::Copa::new(parse_params(p)?))),
         },
         Entry {
             name: "fixed",
