@@ -122,3 +122,10 @@ fn explore3() {
     let (m2, _) = recv_means(sc, 1, 220.0, 300.0);
     println!("{c}: 100-200 {m:.0?} 220-300 {m2:.0?} jain {:.3} util {:.3} owd {:.1?} q {:.1?}", s.link.jain_index, s.link.utilization, s.flows.iter().map(|f| f.owd_ms_mean.unwrap_or(0.0)).collect::<Vec<_>>(), s.flows.iter().map(|f| f.queue_delay_ms_mean.unwrap_or(0.0)).collect::<Vec<_>>());
 }
+
+#[test]
+fn explore_win() {
+    let c = std::env::var("CC").unwrap_or("nada".into());
+    let params: serde_json::Value = serde_json::from_str(&std::env::var("P").unwrap_or("null".into())).unwrap();
+    windows(paper_three(&c, params, 4000.0, 50.0, 300.0), 10.0, 300.0);
+}

@@ -15,6 +15,8 @@ pub mod fixed;
 pub mod gcc;
 pub mod nada;
 pub mod oracle;
+pub mod scream;
+pub mod vivace;
 
 /// What the driver offers a controller at construction.
 #[derive(Clone)]
@@ -78,6 +80,18 @@ pub fn registry() -> &'static [Entry] {
             summary: "Copa (NSDI'18): delay-based target rate 1/(δ·d_q) with velocity and competitive mode; rate = cwnd/RTT_standing",
             defaults: defaults_of::<copa::CopaConfig>,
             build: |p, _| Ok(Built::sender(copa::Copa::new(parse_params(p)?))),
+        },
+        Entry {
+            name: "vivace",
+            summary: "PCC Vivace as in libwebrtc's PCC module: monitor-interval pairs, utility gradient ascent",
+            defaults: defaults_of::<vivace::VivaceConfig>,
+            build: |p, cx| Ok(Built::sender(vivace::Vivace::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "scream",
+            summary: "SCReAM (RFC 8298): self-clocked LEDBAT-like window plus media-rate control on the RTP queue",
+            defaults: defaults_of::<scream::ScreamConfig>,
+            build: |p, _| Ok(Built::sender(scream::Scream::new(parse_params(p)?))),
         },
         Entry {
             name: "fixed",
