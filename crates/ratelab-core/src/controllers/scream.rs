@@ -93,22 +93,31 @@ impl Default for ScreamConfig {
     }
 }
 
+/// Inputs of RFC 8298 `update_cwnd` (bytes and seconds).
+#[derive(Clone, Copy, Debug)]
+pub struct CwndInputs {
+    pub cwnd: f64,
+    pub in_fast_increase: bool,
+    pub qdelay: f64,
+    pub qdelay_target: f64,
+    pub bytes_newly_acked: f64,
+    pub bytes_in_flight: f64,
+    pub max_bytes_in_flight: f64,
+}
+
 /// RFC 8298 `update_cwnd` (no loss): returns the new window.
-pub fn update_cwnd(
-    cwnd: f64, in_fast_increase: bool, qdelay: f64, qdelay_target: f64, bytes_newly_acked: f64,
-    bytes_in_flight: f64, max_bytes_in_flight: f64, cfg: &ScreamConfig,
-) -> f64 {
-    let mut w = cwnd;
-    if in_fast_increase {
+pub fn update_cwnd(i: CwndInputs, cfg: &ScreamConfig) -> f64 {
+    let mut w = i.cwnd;
+    if i.in_fast_increase {
         // grow like slow start while the window is used (slack of the newly acked bytes)
-        if bytes_in_flight * 1.5 + bytes_newly_acked > w { w += bytes_newly_acked; }
+        if i.bytes_in_flight * 1.5 + i.bytes_newly_acked > w { w += i.bytes_newly_acked; }
         return w.max(cfg.min_cwnd_bytes);
     }
-    let off_target = (qdelay_target - qdelay) / qdelay_target.max(1e-6);
-    let mut delta = cfg.gain * off_target * bytes_newly_acked * cfg.mss_bytes / w.max(1.0);
-    if off_target > 0.0 && bytes_in_flight * 1.25 + bytes_newly_acked <= w { delta = 0.0; }
+    let off_target = (i.qdelay_target - i.qdelay) / i.qdelay_target.max(1e-6);
+    let mut delta = cfg.gain * off_target * i.bytes_newly_acked * cfg.mss_bytes / w.max(1.0);
+    if off_target > 0.0 && i.bytes_in_flight * 1.25 + i.bytes_newly_acked <= w { delta = 0.0; }
     w += delta;
-    w = w.min(max_bytes_in_flight * cfg.max_bytes_in_flight_head_room);
+    w = w.min(i.max_bytes_in_flight * cfg.max_bytes_in_flight_head_room);
     w.max(cfg.min_cwnd_bytes)
 }
 
@@ -376,7 +385,10 @@ impl Controller for Scream {
                 self.target_last_max = self.target;
             }
             let max_bif = self.max_bif.get().unwrap_or(0) as f64;
-            self.cwnd = update_cwnd(self.cwnd, self.in_fast_increase, self.qdelay, self.qdelay_target, newly, self.bytes_in_flight, max_bif.max(self.cfg.min_cwnd_bytes), &self.cfg);
+            self.cwnd = update_cwnd(CwndInputs {
+                cwnd: self.cwnd, in_fast_increase: self.in_fast_increase, qdelay: self.qdelay, qdelay_target: self.qdelay_target,
+                bytes_newly_acked: newly, bytes_in_flight: self.bytes_in_flight, max_bytes_in_flight: max_bif.max(self.cfg.min_cwnd_bytes),
+            }, &self.cfg);
             if self.cfg.competing_flows_compensation { self.adjust_qdelay_target(); }
             let resume = Duration::from_secs_f64(self.cfg.t_resume_fast_increase_s.max(0.0));
             if !self.in_fast_increase && now - self.last_trend_above_lo >= resume { self.in_fast_increase = true; }
@@ -408,23 +420,27 @@ mod tests {
 
     fn cfg() -> ScreamConfig { ScreamConfig::default() }
 
+    fn inp(cwnd: f64, in_fast_increase: bool, qdelay: f64, qdelay_target: f64, bytes_newly_acked: f64, bytes_in_flight: f64, max_bytes_in_flight: f64) -> CwndInputs {
+        CwndInputs { cwnd, in_fast_increase, qdelay, qdelay_target, bytes_newly_acked, bytes_in_flight, max_bytes_in_flight }
+    }
+
     #[test]
     fn cwnd_update_hand_computed() {
         let c = cfg();
         // off_target = (0.1 − 0.05)/0.1 = 0.5; Δ = 1·0.5·5000·1240/20 000 = 155 B; the window is used
         // (15 000·1.25 + 5000 = 23 750 > 20 000)
-        assert!((update_cwnd(20_000.0, false, 0.05, 0.1, 5000.0, 15_000.0, 30_000.0, &c) - 20_155.0).abs() < 1e-9);
+        assert!((update_cwnd(inp(20_000.0, false, 0.05, 0.1, 5000.0, 15_000.0, 30_000.0), &c) - 20_155.0).abs() < 1e-9);
         // under-used window (10 000·1.25 + 5000 ≤ 20 000): no increase
-        assert_eq!(update_cwnd(20_000.0, false, 0.05, 0.1, 5000.0, 10_000.0, 30_000.0, &c), 20_000.0);
+        assert_eq!(update_cwnd(inp(20_000.0, false, 0.05, 0.1, 5000.0, 10_000.0, 30_000.0), &c), 20_000.0);
         // above target: off_target = −0.5 → −155 B, applied even when under-used
-        assert!((update_cwnd(20_000.0, false, 0.15, 0.1, 5000.0, 10_000.0, 30_000.0, &c) - 19_845.0).abs() < 1e-9);
+        assert!((update_cwnd(inp(20_000.0, false, 0.15, 0.1, 5000.0, 10_000.0, 30_000.0), &c) - 19_845.0).abs() < 1e-9);
         // capped at 1.1 × max bytes in flight
-        assert!((update_cwnd(20_000.0, false, 0.05, 0.1, 5000.0, 15_000.0, 18_000.0, &c) - 19_800.0).abs() < 1e-9);
+        assert!((update_cwnd(inp(20_000.0, false, 0.05, 0.1, 5000.0, 15_000.0, 18_000.0), &c) - 19_800.0).abs() < 1e-9);
         // fast increase: + newly acked while bif·1.5 + acked > cwnd
-        assert_eq!(update_cwnd(20_000.0, true, 0.0, 0.1, 5000.0, 12_000.0, 0.0, &c), 25_000.0);
-        assert_eq!(update_cwnd(20_000.0, true, 0.0, 0.1, 5000.0, 10_000.0, 0.0, &c), 20_000.0);
+        assert_eq!(update_cwnd(inp(20_000.0, true, 0.0, 0.1, 5000.0, 12_000.0, 0.0), &c), 25_000.0);
+        assert_eq!(update_cwnd(inp(20_000.0, true, 0.0, 0.1, 5000.0, 10_000.0, 0.0), &c), 20_000.0);
         // never below MIN_CWND
-        assert_eq!(update_cwnd(3000.0, false, 0.4, 0.1, 5000.0, 3000.0, 3000.0, &c), 3000.0);
+        assert_eq!(update_cwnd(inp(3000.0, false, 0.4, 0.1, 5000.0, 3000.0, 3000.0), &c), 3000.0);
     }
 
     #[test]
