@@ -1,13 +1,14 @@
 //! `copa` — Copa (Arun & Balakrishnan, NSDI'18; spec section 11) driven by transport feedback,
 //! with a rate output for the media sender.
 //!
-//! Every received packet in a feedback is one "ACK": its RTT sample is the per-packet RTT of spec
-//! 1.3 (exact when the feedback carries the receiver's report time, otherwise relative to the
-//! newest arrival, see [`packet_rtt`]) and is time-stamped `t_s + rtt` — when a per-packet ACK
-//! would have arrived — so that the windowed filters keep their per-ACK meaning under batched
-//! feedback. Per ACK: `d_q = RTT_standing − RTT_min`, target rate `λ_t = MSS/(δ·d_q)`, current
-//! rate `λ = cwnd/RTT_standing`; `cwnd ± v·MSS·acked/(δ·cwnd)` (spec 11.3). Once per srtt the
-//! velocity rule runs; slow start doubles the window per RTT until the first decrease.
+//! Every received packet in a feedback gives an RTT sample — the per-packet RTT of spec 1.3
+//! (exact when the feedback carries the receiver's report time, otherwise relative to the newest
+//! arrival, see [`packet_rtt`]) — time-stamped `t_s + rtt`, when a per-packet ACK would have
+//! arrived, so that the windowed filters keep their per-ACK meaning under batched feedback. A
+//! feedback is one ACK event (mvfst decides once per ACK frame; `per_packet_acks` decides per
+//! packet): `d_q = RTT_standing − RTT_min`, target rate `λ_t = MSS/(δ·d_q)`, current rate
+//! `λ = cwnd/RTT_standing`; `cwnd ± v·MSS·acked/(δ·cwnd)` (spec 11.3). Once per srtt the velocity
+//! rule runs; slow start doubles the window once per srtt until the first decrease.
 //!
 //! Competitive mode (spec 11.3, paper §2.2): when the queue was not nearly empty
 //! (`RTT_standing − RTT_min ≤ 0.1·(RTT_max − RTT_min)`, `RTT_max` over 4 srtt) at least once in
