@@ -75,6 +75,9 @@ pub struct AckSample {
     pub is_cwnd_limited: bool,
     /// Delivery-rate sample, if this ACK produced a valid one.
     pub rate: Option<RateSample>,
+    /// Bytes newly marked lost while processing this ACK (SACK/duplicate-ACK loss marking,
+    /// partial ACKs): Linux `rs->losses`, used by BBR.
+    pub newly_lost: Bytes,
 }
 
 /// A congestion event: the start of a fast-recovery episode (one per window of data).
@@ -126,4 +129,40 @@ pub trait WindowCongestionControl: Send {
     /// SACK. Algorithms that manage the window in recovery themselves (BBR's packet
     /// conservation) return false.
     fn wants_recovery_inflation(&self) -> bool { true }
+    /// While true, the sender marks the delivery-rate samples of what it sends next as
+    /// application-limited, as if it had run out of data (checked after every
+    /// [`Self::on_ack`]). BBR uses it in ProbeRTT so that the low-rate samples of that phase do
+    /// not pull its bandwidth estimate down (`tcp_bbr.c`: `tp->app_limited` in
+    /// `bbr_update_min_rtt`).
+    fn forces_app_limited(&self) -> bool { false }
+}
+
+/// Counts round trips the way `tcp_bbr.c` does: a round ends when an ACK delivers a segment
+/// that was sent after the round began, i.e. when a delivery-rate sample's `prior_delivered`
+/// reaches the `delivered` count recorded at the start of the round. Used by BBR, Vegas and
+/// HyStart++ ("once per RTT"). ACKs without a rate sample never end a round (as in Linux,
+/// where `bbr_update_bw` returns before the round check on an invalid sample).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoundCounter {
+    next_round_delivered: Bytes,
+    count: u64,
+}
+
+impl RoundCounter {
+    /// Feed an ACK; returns true if it ends the current round (and starts the next one).
+    pub fn on_ack(&mut self, s: &AckSample) -> bool {
+        match s.rate {
+            Some(r) if r.prior_delivered >= self.next_round_delivered => {
+                self.start_round_now(s.delivered);
+                self.count += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+    /// Start a new round now: it ends once a segment sent after this point is delivered
+    /// (`delivered` = the sender's delivered count now). Does not count a round.
+    pub fn start_round_now(&mut self, delivered: Bytes) { self.next_round_delivered = delivered; }
+    /// Rounds completed so far.
+    pub fn count(&self) -> u64 { self.count }
 }

@@ -103,6 +103,7 @@ mod tests {
             state,
             is_cwnd_limited: true,
             rate: None,
+            newly_lost: Bytes::ZERO,
         }
     }
 
