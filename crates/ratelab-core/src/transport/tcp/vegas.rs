@@ -179,7 +179,11 @@ impl WindowCongestionControl for Vegas {
         self.restart = true;
     }
 
-    fn on_recovery_exit(&mut self, _now: Time) { self.cwnd = self.ssthresh.max(self.smss); }
+    fn on_recovery_exit(&mut self, _now: Time) {
+        if self.ssthresh < Bytes::INFINITY.get() {
+            self.cwnd = self.ssthresh.max(self.smss);
+        }
+    }
 
     fn cwnd(&self) -> Bytes { Bytes::new(self.cwnd) }
     fn ssthresh(&self) -> Bytes { Bytes::new(self.ssthresh) }
