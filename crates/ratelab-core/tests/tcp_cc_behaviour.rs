@@ -46,6 +46,8 @@ fn mean(v: &[f64]) -> f64 { v.iter().sum::<f64>() / v.len().max(1) as f64 }
 fn each_controller_alone_fills_the_link() {
     for cc in ["newreno", "cubic", "vegas", "bbr"] {
         let (s, _) = run(&[cc], 30.0, 1);
+        let f = &s.flows[0];
+        println!("{cc:8} alone: utilization {:.3}, queue mean {:.2} ms p95 {:.2} ms, loss {:.4}", s.link.utilization, f.queue_delay_ms_mean.unwrap(), f.queue_delay_ms_p95.unwrap(), f.loss_rate);
         assert_eq!(s.flows[0].controller, format!("tcp-{cc}"));
         assert!(s.link.utilization > 0.9, "{cc}: utilization {:.3}", s.link.utilization);
         assert!(s.flows[0].utilization > 0.9, "{cc}: flow utilization {:.3}", s.flows[0].utilization);
@@ -66,6 +68,7 @@ fn bbr_keeps_the_queue_far_below_cubic() {
     assert!(bq95 < 0.6 * cq95, "p95: bbr {bq95:.1} ms vs cubic {cq95:.1} ms");
     // The same in the steady state (after 10 s), from the 25 ms series.
     let (c, b) = (mean(&column(&cs, &cs.queue_ms, 0, 10.0)), mean(&column(&bs, &bs.queue_ms, 0, 10.0)));
+    println!("steady queue (10–30 s): cubic {c:.2} ms, bbr {b:.2} ms");
     assert!(b < 0.4 * c, "steady queue: bbr {b:.1} ms vs cubic {c:.1} ms");
     // And BBR loses far fewer packets.
     assert!(bbr.flows[0].loss_rate < cubic.flows[0].loss_rate, "{} vs {}", bbr.flows[0].loss_rate, cubic.flows[0].loss_rate);
@@ -77,6 +80,7 @@ fn vegas_keeps_a_small_standing_queue_between_alpha_and_beta() {
     assert!(s.flows[0].utilization > 0.95, "{}", s.flows[0].utilization);
     // In the steady state (after 10 s) the queue holds α = 2 to β = 4 of Vegas's packets.
     let q = column(&series, &series.queue_ms, 0, 10.0);
+    println!("vegas steady queue {:.2} ms = {:.2} packets", mean(&q), mean(&q) / PACKET_MS);
     let packets: Vec<f64> = q.iter().map(|ms| ms / PACKET_MS).collect();
     assert!(packets.iter().all(|p| (2.0..=4.0).contains(p)), "queue in packets: {:?}", &packets[..10]);
     // ... with a window of about BDP + that queue: 10 Mbit/s × 41.2 ms ≈ 34.3 segments of
@@ -95,6 +99,7 @@ fn cubic_and_newreno_share_the_link() {
         assert!(s.link.utilization > 0.95, "{order:?}: {}", s.link.utilization);
         let thr = |cc: &str| s.flows.iter().find(|f| f.controller == format!("tcp-{cc}")).unwrap().throughput_kbps;
         let (c, r) = (thr("cubic"), thr("newreno"));
+        println!("{order:?}: cubic {c:.0} kbit/s, newreno {r:.0} kbit/s, utilization {:.3}", s.link.utilization);
         // In this small-BDP network CUBIC runs mostly in its Reno-friendly region: it gets at
         // least NewReno's throughput, and not much more (measured: 1.25× / 1.15×).
         assert!(c >= r && c < 1.5 * r, "{order:?}: cubic {c:.0} kbit/s, newreno {r:.0} kbit/s");
@@ -114,4 +119,28 @@ fn runs_are_deterministic_and_bbr_depends_on_its_seed() {
     let bbr: Vec<RunSummary> = (1..=3).map(|seed| run(&["bbr"], 10.0, seed).0).collect();
     assert!(bbr[0] != bbr[1] || bbr[1] != bbr[2], "three seeds gave the same BBR run");
     assert_eq!(run(&["cubic"], 10.0, 1).0, run(&["cubic"], 10.0, 2).0);
+}
+
+#[test]
+fn optional_hystart_cuts_cubic_slow_start_losses() {
+    // HyStart++ (RFC 9406, off by default) leaves slow start on a 5 ms rise of the per-round
+    // minimum RTT (clamp(40/8, 4, 16) ms) instead of overflowing the one-BDP buffer.
+    let drops = |tcp: serde_json::Value| {
+        let v = serde_json::json!({
+            "name": "hystart", "duration_s": 2,
+            "link": {"capacity_kbps": 10000, "queue": {"ms": 40}},
+            "flows": [{"kind": "tcp", "tcp": tcp, "one_way_delay_ms": 20}],
+            "metrics": {"packet_log": false}
+        });
+        let mut sim = build_simulation(&Scenario::from_json(&v.to_string()).unwrap(), 1, None).unwrap();
+        sim.run_to_end();
+        let s = sim.summary();
+        (s.link.queue_drops, s.link.utilization)
+    };
+    let (plain, u_plain) = drops(serde_json::json!({"cc": "cubic"}));
+    let (hs, u_hs) = drops(serde_json::json!({"cc": "cubic", "hystart": true}));
+    println!("first 2 s: {plain} drops without HyStart++, {hs} with");
+    assert!(plain > 60, "plain slow start overflows the buffer: {plain} drops");
+    assert!(hs * 2 < plain, "HyStart++: {hs} drops vs {plain}");
+    assert!(u_hs > u_plain, "utilization {u_hs:.3} vs {u_plain:.3}");
 }
