@@ -3,10 +3,19 @@
 //! * [`units`]: `Time`, `Duration`, `Bitrate`, `Bytes`.
 //! * [`controller`]: the one controller interface (events in, [`controller::Update`] out).
 //! * [`controllers`]: every controller, built by name from a registry.
+//! * [`network`], [`media`], [`feedback`]: the sans-IO building blocks of a media session.
+//! * [`sim`]: the discrete-event simulator that drives them; [`scenario`] describes a run.
+//! * [`metrics`]: streamed per-flow statistics and logs.
 
 pub mod controller;
 pub mod controllers;
 pub mod error;
+pub mod feedback;
+pub mod media;
+pub mod metrics;
+pub mod network;
+pub mod scenario;
+pub mod sim;
 pub mod units;
 
 pub use controller::{Constraints, Controller, PacketResult, ReceiverEstimator, SentPacket, TransportFeedback, Update};

@@ -309,7 +309,7 @@ mod tests {
         let mut v = base();
         v["flows"][0]["media"]["fpz"] = serde_json::json!(3);
         let e = Scenario::from_json(&v.to_string()).unwrap_err();
-        assert_eq!(e.field, "flows[0].media");
+        assert_eq!(e.field, "flows[0].media.fpz");
         assert!(e.message.contains("fpz"), "{e}");
         let mut v = base();
         v["duration_s"] = serde_json::json!("long");

@@ -1,0 +1,5 @@
+//! The media path: encoder model and packetizer, pacer, and receiver-side frame handling.
+
+pub mod encoder;
+pub mod pacer;
+pub mod receiver;

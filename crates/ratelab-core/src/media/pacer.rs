@@ -1,0 +1,219 @@
+//! Pacer with WebRTC's rules (spec 1.4): releases queued media at the pacing rate, sends probe
+//! clusters at their probe rate, fills with padding at the padding rate when idle, stops while
+//! bytes in flight exceed the congestion window, and drains a queue that would otherwise wait
+//! longer than the queue-time limit (`drain_large_queues`).
+
+use crate::controller::ProbeCluster;
+use crate::network::packet::Payload;
+use crate::units::{Bitrate, Bytes, Duration, Time};
+use std::collections::VecDeque;
+
+/// Size of a padding/probe filler packet on the wire.
+const PADDING_PACKET: Bytes = Bytes::new(1200);
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QueuedPacket {
+    pub size: Bytes,
+    pub payload: Payload,
+    pub enqueue_time: Time,
+}
+
+/// A packet the pacer releases now.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Release {
+    pub size: Bytes,
+    pub payload: Payload,
+    pub probe_cluster: Option<u32>,
+}
+
+struct ActiveProbe {
+    cluster: ProbeCluster,
+    sent_bytes: Bytes,
+    sent_packets: u32,
+    next_send: Time,
+}
+
+pub struct Pacer {
+    queue: VecDeque<QueuedPacket>,
+    queue_bytes: Bytes,
+    /// Σ enqueue time (µs) of queued packets, for the average time in queue.
+    enqueue_sum_us: i128,
+    pacing_rate: Bitrate,
+    padding_rate: Bitrate,
+    cwnd: Bytes,
+    next_media: Time,
+    next_padding: Time,
+    probes: VecDeque<ActiveProbe>,
+    queue_time_limit: Duration,
+    drain_large_queues: bool,
+}
+
+impl Pacer {
+    pub fn new(pacing_rate: Bitrate, queue_time_limit: Duration) -> Self {
+        Pacer {
+            queue: VecDeque::new(), queue_bytes: Bytes::ZERO, enqueue_sum_us: 0, pacing_rate, padding_rate: Bitrate::ZERO,
+            cwnd: Bytes::INFINITY, next_media: Time::ZERO, next_padding: Time::ZERO, probes: VecDeque::new(),
+            queue_time_limit, drain_large_queues: true,
+        }
+    }
+
+    pub fn set_pacing_rate(&mut self, r: Bitrate) { self.pacing_rate = r; }
+    pub fn set_padding_rate(&mut self, r: Bitrate) { self.padding_rate = r; }
+    pub fn set_cwnd(&mut self, w: Bytes) { self.cwnd = w; }
+    pub fn set_drain_large_queues(&mut self, on: bool) { self.drain_large_queues = on; }
+    pub fn pacing_rate(&self) -> Bitrate { self.pacing_rate }
+    pub fn cwnd(&self) -> Bytes { self.cwnd }
+    pub fn queue_bytes(&self) -> Bytes { self.queue_bytes }
+    pub fn queue_packets(&self) -> usize { self.queue.len() }
+
+    pub fn add_probe(&mut self, now: Time, cluster: ProbeCluster) {
+        if cluster.rate.is_zero() { return; }
+        self.probes.push_back(ActiveProbe { cluster, sent_bytes: Bytes::ZERO, sent_packets: 0, next_send: now });
+    }
+
+    pub fn enqueue(&mut self, pkt: QueuedPacket) {
+        self.queue_bytes += pkt.size;
+        self.enqueue_sum_us += pkt.enqueue_time.as_us() as i128;
+        self.queue.push_back(pkt);
+    }
+
+    /// Expected time to drain the queue at the pacing rate (the encoder-pause signal).
+    pub fn expected_queue_time(&self) -> Duration {
+        if self.queue.is_empty() { return Duration::ZERO; }
+        self.queue_bytes / self.pacing_rate
+    }
+
+    fn avg_time_in_queue(&self, now: Time) -> Duration {
+        if self.queue.is_empty() { return Duration::ZERO; }
+        let mean = (self.enqueue_sum_us / self.queue.len() as i128) as i64;
+        now - Time::from_us(mean)
+    }
+
+    /// Media rate actually used: the pacing rate, raised when the queue would otherwise
+    /// wait longer than the queue-time limit.
+    pub fn effective_rate(&self, now: Time) -> Bitrate {
+        if !self.drain_large_queues || self.queue.is_empty() { return self.pacing_rate; }
+        let left = (self.queue_time_limit - self.avg_time_in_queue(now)).max(Duration::from_ms(1));
+        self.pacing_rate.max(self.queue_bytes / left)
+    }
+
+    fn congested(&self, in_flight: Bytes) -> bool { in_flight >= self.cwnd }
+
+    /// Earliest time at which [`Pacer::poll`] could release something, given bytes in flight.
+    /// `None`: nothing to send until a new packet, probe, rate or window arrives.
+    pub fn next_send_time(&self, now: Time, in_flight: Bytes) -> Option<Time> {
+        if self.congested(in_flight) { return None; }
+        if let Some(p) = self.probes.front() { return Some(p.next_send.max(now)); }
+        if !self.queue.is_empty() { return Some(self.next_media.max(now)); }
+        if !self.padding_rate.is_zero() { return Some(self.next_padding.max(self.next_media).max(now)); }
+        None
+    }
+
+    /// Release one packet if one is due at `now`.
+    pub fn poll(&mut self, now: Time, in_flight: Bytes) -> Option<Release> {
+        if self.congested(in_flight) { return None; }
+        if let Some(probe) = self.probes.front_mut() {
+            if probe.next_send > now { return None; }
+            let (size, payload) = match self.queue.pop_front() {
+                Some(q) => {
+                    self.queue_bytes -= q.size;
+                    self.enqueue_sum_us -= q.enqueue_time.as_us() as i128;
+                    (q.size, q.payload)
+                }
+                None => (PADDING_PACKET, Payload::Padding),
+            };
+            let id = probe.cluster.id;
+            probe.sent_bytes += size;
+            probe.sent_packets += 1;
+            probe.next_send = now + size / probe.cluster.rate;
+            let min_bytes = probe.cluster.rate * probe.cluster.min_duration;
+            if probe.sent_packets >= probe.cluster.min_packets && probe.sent_bytes >= min_bytes {
+                self.probes.pop_front();
+            }
+            // Probe bytes also count against the media budget so that media does not burst after.
+            self.next_media = self.next_media.max(now);
+            return Some(Release { size, payload, probe_cluster: Some(id) });
+        }
+        if let Some(q) = self.queue.front().copied() {
+            if self.next_media > now { return None; }
+            let rate = self.effective_rate(now);
+            self.queue.pop_front();
+            self.queue_bytes -= q.size;
+            self.enqueue_sum_us -= q.enqueue_time.as_us() as i128;
+            self.next_media = self.next_media.max(now - Duration::from_ms(5)) + q.size / rate;
+            return Some(Release { size: q.size, payload: q.payload, probe_cluster: None });
+        }
+        if !self.padding_rate.is_zero() && self.next_padding <= now && self.next_media <= now {
+            self.next_padding = now + PADDING_PACKET / self.padding_rate.min(self.pacing_rate.max(self.padding_rate));
+            self.next_media = now + PADDING_PACKET / self.pacing_rate;
+            return Some(Release { size: PADDING_PACKET, payload: Payload::Padding, probe_cluster: None });
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn media(size: i64, t: Time) -> QueuedPacket {
+        QueuedPacket { size: Bytes::new(size), payload: Payload::Media { frame: 0, index: 0, count: 1, capture: t, keyframe: false }, enqueue_time: t }
+    }
+
+    /// Drain the pacer from t=0, returning release times.
+    fn drain(p: &mut Pacer, until: Time) -> Vec<(Time, Release)> {
+        let mut out = vec![];
+        let mut now = Time::ZERO;
+        while let Some(t) = p.next_send_time(now, Bytes::ZERO) {
+            if t > until { break; }
+            now = t;
+            if let Some(r) = p.poll(now, Bytes::ZERO) { out.push((now, r)); }
+        }
+        out
+    }
+
+    #[test]
+    fn releases_at_pacing_rate() {
+        // 1000-byte packets at 800 kbit/s: one every 10 ms (first may use the 5 ms burst allowance).
+        let mut p = Pacer::new(Bitrate::from_kbps(800), Duration::from_ms(2000));
+        for _ in 0..10 { p.enqueue(media(1000, Time::ZERO)); }
+        let times: Vec<i64> = drain(&mut p, Time::from_secs_f64(1.0)).iter().map(|(t, _)| t.as_us()).collect();
+        assert_eq!(times.len(), 10);
+        let gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps[1..].iter().all(|g| *g == 10_000), "{gaps:?}");
+        assert!(times[9] >= 85_000 && times[9] <= 90_000, "{times:?}");
+    }
+
+    #[test]
+    fn drains_queue_within_time_limit() {
+        // 500 kB at 100 kbit/s would take 40 s; with a 2 s limit the pacer speeds up.
+        let mut p = Pacer::new(Bitrate::from_kbps(100), Duration::from_ms(2000));
+        for _ in 0..500 { p.enqueue(media(1000, Time::ZERO)); }
+        assert_eq!(p.effective_rate(Time::ZERO), Bitrate::from_kbps(2000));
+        assert_eq!(p.expected_queue_time(), Duration::from_secs(40));
+        let out = drain(&mut p, Time::from_secs_f64(10.0));
+        assert_eq!(out.len(), 500);
+        assert!(out.last().unwrap().0 <= Time::from_ms(2100), "{:?}", out.last().unwrap().0);
+    }
+
+    #[test]
+    fn probe_cluster_uses_padding_and_probe_rate() {
+        let mut p = Pacer::new(Bitrate::from_kbps(300), Duration::from_ms(2000));
+        p.add_probe(Time::ZERO, ProbeCluster { id: 7, rate: Bitrate::from_kbps(900), min_packets: 5, min_duration: Duration::from_ms(15) });
+        let out = drain(&mut p, Time::from_secs_f64(1.0));
+        // 900 kbit/s × 15 ms = 1687 B, but 5 packets minimum -> 5 × 1200 B padding, 10.67 ms apart
+        assert_eq!(out.len(), 5);
+        assert!(out.iter().all(|(_, r)| r.probe_cluster == Some(7) && r.payload == Payload::Padding));
+        assert_eq!(out[1].0 - out[0].0, Bytes::new(1200) / Bitrate::from_kbps(900));
+    }
+
+    #[test]
+    fn congestion_window_blocks() {
+        let mut p = Pacer::new(Bitrate::from_kbps(800), Duration::from_ms(2000));
+        p.set_cwnd(Bytes::new(5000));
+        p.enqueue(media(1000, Time::ZERO));
+        assert_eq!(p.next_send_time(Time::ZERO, Bytes::new(5000)), None);
+        assert!(p.poll(Time::ZERO, Bytes::new(6000)).is_none());
+        assert!(p.poll(Time::ZERO, Bytes::new(4000)).is_some());
+    }
+}

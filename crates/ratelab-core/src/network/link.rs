@@ -1,0 +1,150 @@
+//! The bottleneck: a FIFO drop-tail queue drained at a (time-varying) capacity, with random
+//! loss at the entrance. Propagation delays are applied by the driver per flow, so flows with
+//! different RTTs share one queue.
+
+use super::capacity::CapacitySchedule;
+use super::loss::LossModel;
+use super::packet::Packet;
+use crate::units::{Bytes, Time};
+use rand_chacha::ChaCha8Rng;
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum QueueLimit {
+    Unlimited,
+    Bytes(Bytes),
+    Packets(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason { Random, QueueFull }
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    pub arrived_packets: u64,
+    pub arrived_bytes: i64,
+    pub random_drops: u64,
+    pub queue_drops: u64,
+    pub departed_packets: u64,
+    pub departed_bytes: i64,
+}
+
+pub struct Link {
+    capacity: CapacitySchedule,
+    limit: QueueLimit,
+    loss: LossModel,
+    loss_start: Time,
+    queue: VecDeque<Packet>,
+    queue_bytes: Bytes,
+    in_service: Option<(Packet, Time)>,
+    pub stats: LinkStats,
+}
+
+pub enum Enqueued {
+    Dropped(DropReason, Packet),
+    /// Queued; if the link was idle, transmission started and ends at the given time.
+    Accepted(Option<Time>),
+}
+
+impl Link {
+    pub fn new(capacity: CapacitySchedule, limit: QueueLimit, loss: LossModel, loss_start: Time) -> Self {
+        Link { capacity, limit, loss, loss_start, queue: VecDeque::new(), queue_bytes: Bytes::ZERO, in_service: None, stats: LinkStats::default() }
+    }
+
+    pub fn capacity(&self) -> &CapacitySchedule { &self.capacity }
+    /// Bytes waiting (not counting the packet being transmitted).
+    pub fn queue_bytes(&self) -> Bytes { self.queue_bytes }
+    pub fn queue_packets(&self) -> usize { self.queue.len() }
+    pub fn in_service(&self) -> Option<&Packet> { self.in_service.as_ref().map(|(p, _)| p) }
+    pub fn queued(&self) -> impl Iterator<Item = &Packet> { self.queue.iter() }
+
+    /// A packet reaches the bottleneck.
+    pub fn enqueue(&mut self, now: Time, mut pkt: Packet, rng: &mut ChaCha8Rng) -> Enqueued {
+        self.stats.arrived_packets += 1;
+        self.stats.arrived_bytes += pkt.size.get();
+        if now >= self.loss_start && self.loss.drop(rng) {
+            self.stats.random_drops += 1;
+            return Enqueued::Dropped(DropReason::Random, pkt);
+        }
+        let full = match self.limit {
+            QueueLimit::Unlimited => false,
+            QueueLimit::Bytes(b) => self.queue_bytes + pkt.size > b,
+            QueueLimit::Packets(n) => self.queue.len() >= n,
+        };
+        // An idle link with an empty queue always takes the packet straight into service.
+        if full && self.in_service.is_some() {
+            self.stats.queue_drops += 1;
+            return Enqueued::Dropped(DropReason::QueueFull, pkt);
+        }
+        pkt.enqueue_time = now;
+        if self.in_service.is_none() {
+            pkt.tx_start = now;
+            let end = self.capacity.transmit_end(now, pkt.size);
+            self.in_service = Some((pkt, end));
+            return Enqueued::Accepted(Some(end));
+        }
+        self.queue_bytes += pkt.size;
+        self.queue.push_back(pkt);
+        Enqueued::Accepted(None)
+    }
+
+    /// The transmission in service ends at `now`: returns the departed packet and, if another
+    /// packet starts, the end time of its transmission.
+    pub fn complete(&mut self, now: Time) -> Option<(Packet, Option<Time>)> {
+        let (done, _) = self.in_service.take()?;
+        self.stats.departed_packets += 1;
+        self.stats.departed_bytes += done.size.get();
+        let next = self.queue.pop_front().map(|mut p| {
+            self.queue_bytes -= p.size;
+            p.tx_start = now;
+            let end = self.capacity.transmit_end(now, p.size);
+            self.in_service = Some((p, end));
+            end
+        });
+        Some((done, next))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::packet::Payload;
+    use crate::units::Bitrate;
+    use rand::SeedableRng;
+
+    fn pkt(seq: u64, size: i64) -> Packet {
+        Packet { flow: 0, seq, size: Bytes::new(size), send_time: Time::ZERO, enqueue_time: Time::ZERO, tx_start: Time::ZERO, probe_cluster: None, payload: Payload::Padding }
+    }
+
+    #[test]
+    fn fifo_service_times_and_drop_tail() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        // 1 Mbit/s, queue of 2000 bytes: 1000-byte packets take 8 ms each.
+        let mut l = Link::new(CapacitySchedule::constant(Bitrate::from_kbps(1000)), QueueLimit::Bytes(Bytes::new(2000)), LossModel::None, Time::ZERO);
+        let first = l.enqueue(Time::ZERO, pkt(0, 1000), &mut rng);
+        assert!(matches!(first, Enqueued::Accepted(Some(t)) if t == Time::from_ms(8)));
+        assert!(matches!(l.enqueue(Time::ZERO, pkt(1, 1000), &mut rng), Enqueued::Accepted(None)));
+        assert!(matches!(l.enqueue(Time::ZERO, pkt(2, 1000), &mut rng), Enqueued::Accepted(None)));
+        assert!(matches!(l.enqueue(Time::ZERO, pkt(3, 1000), &mut rng), Enqueued::Dropped(DropReason::QueueFull, _)));
+        assert_eq!(l.queue_bytes(), Bytes::new(2000));
+        let (p0, next) = l.complete(Time::from_ms(8)).unwrap();
+        assert_eq!(p0.seq, 0);
+        assert_eq!(next, Some(Time::from_ms(16)));
+        let (p1, next) = l.complete(Time::from_ms(16)).unwrap();
+        assert_eq!((p1.seq, p1.tx_start - p1.enqueue_time), (1, crate::units::Duration::from_ms(8)));
+        assert_eq!(next, Some(Time::from_ms(24)));
+        let (_, next) = l.complete(Time::from_ms(24)).unwrap();
+        assert_eq!(next, None);
+        assert_eq!(l.stats.queue_drops, 1);
+        assert_eq!(l.stats.departed_bytes, 3000);
+    }
+
+    #[test]
+    fn packet_limit() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut l = Link::new(CapacitySchedule::constant(Bitrate::from_kbps(1000)), QueueLimit::Packets(1), LossModel::None, Time::ZERO);
+        assert!(matches!(l.enqueue(Time::ZERO, pkt(0, 100), &mut rng), Enqueued::Accepted(Some(_))));
+        assert!(matches!(l.enqueue(Time::ZERO, pkt(1, 100), &mut rng), Enqueued::Accepted(None)));
+        assert!(matches!(l.enqueue(Time::ZERO, pkt(2, 100), &mut rng), Enqueued::Dropped(DropReason::QueueFull, _)));
+    }
+}

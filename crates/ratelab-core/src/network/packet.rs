@@ -1,0 +1,30 @@
+//! A packet on the simulated wire.
+
+use crate::units::{Bytes, Time};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Payload {
+    /// One RTP packet of video frame `frame` (`index` of `count`), captured at `capture`.
+    Media { frame: u64, index: u16, count: u16, capture: Time, keyframe: bool },
+    /// Padding or a probe filler: carries no media.
+    Padding,
+    /// A TCP data segment.
+    Tcp { seq: u64, len: u32, retransmit: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Packet {
+    /// Index of the flow in the scenario.
+    pub flow: u32,
+    /// Transport-wide (media) or segment (TCP) sequence number.
+    pub seq: u64,
+    pub size: Bytes,
+    /// When the sender put it on the wire.
+    pub send_time: Time,
+    /// When it entered the bottleneck queue.
+    pub enqueue_time: Time,
+    /// When the bottleneck started transmitting it (queuing delay = this − enqueue_time).
+    pub tx_start: Time,
+    pub probe_cluster: Option<u32>,
+    pub payload: Payload,
+}

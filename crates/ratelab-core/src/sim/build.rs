@@ -1,0 +1,167 @@
+//! Scenario → simulation: link, loss, queue, flows and their controllers.
+
+use super::media_flow::MediaFlow;
+use super::{Event, Flow, FlowInfo, FlowState, Simulation};
+use crate::controller::Constraints;
+use crate::controllers::{self, BuildContext};
+use crate::error::ConfigError;
+use crate::feedback::generator::{FeedbackGenerator, GeneratorMode};
+use crate::feedback::history::SendHistory;
+use crate::media::encoder::{Encoder, EncoderConfig};
+use crate::media::pacer::Pacer;
+use crate::media::receiver::FrameReceiver;
+use crate::metrics::{FlowMetrics, PacketLog, SeriesLog};
+use crate::network::capacity::CapacitySchedule;
+use crate::network::link::{Link, QueueLimit};
+use crate::network::loss::LossModel;
+use crate::scenario::{FeedbackMode, FlowKind, LinkConfig, Scenario};
+use crate::units::{Bitrate, Bytes, Duration, Time};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
+
+/// SplitMix64: derive independent seeds for each random stream from the run seed.
+pub fn derive_seed(seed: u64, stream: u64) -> u64 {
+    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+pub fn capacity_schedule(link: &LinkConfig) -> Result<CapacitySchedule, ConfigError> {
+    if let Some(c) = link.capacity_kbps { return Ok(CapacitySchedule::constant(Bitrate::from_kbps_f64(c))); }
+    if let Some(steps) = &link.steps {
+        let s = steps.iter().map(|(t, c)| (Time::from_secs_f64(*t), Bitrate::from_kbps_f64(*c))).collect();
+        return Ok(CapacitySchedule::stepped(s, None));
+    }
+    Err(ConfigError::new("link.trace", "trace-driven links are not available in this build"))
+}
+
+fn queue_limit(link: &LinkConfig, cap: &CapacitySchedule, end: Time) -> QueueLimit {
+    let q = &link.queue;
+    if let Some(b) = q.bytes { return QueueLimit::Bytes(Bytes::new(b as i64)); }
+    if let Some(p) = q.packets { return QueueLimit::Packets(p as usize); }
+    if let Some(ms) = q.ms {
+        // Queue expressed as time at a reference rate (RFC 8867 style): the given rate, else the
+        // capacity at time 0, else (a trace starting at zero) the mean capacity of the run.
+        let rate = match q.rate_kbps {
+            Some(r) => Bitrate::from_kbps_f64(r),
+            None => { let r0 = cap.rate_at(Time::ZERO); if r0.is_zero() { cap.mean_over(Time::ZERO, end) } else { r0 } }
+        };
+        return QueueLimit::Bytes((rate * Duration::from_ms_f64(ms)).max(Bytes::new(1500)));
+    }
+    QueueLimit::Unlimited
+}
+
+/// Build a ready-to-run simulation. `controller_override` replaces every media flow's controller.
+pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&str>) -> Result<Simulation, ConfigError> {
+    sc.validate()?;
+    let end = Time::from_secs_f64(sc.duration_s);
+    let capacity = capacity_schedule(&sc.link)?;
+    let limit = queue_limit(&sc.link, &capacity, end);
+    let loss = match &sc.link.gilbert_elliott {
+        Some(g) => LossModel::GilbertElliott { p_gb: g.p_good_to_bad, p_bg: g.p_bad_to_good, loss_good: g.loss_good, loss_bad: g.loss_bad, bad: false },
+        None if sc.link.loss > 0.0 => LossModel::Bernoulli(sc.link.loss),
+        None => LossModel::None,
+    };
+    let link_delay = Duration::from_ms_f64(sc.link.delay_ms);
+
+    // Expand `count` and compute activity windows first: the oracle needs all of them.
+    let mut specs = Vec::new();
+    for (i, fc) in sc.flows.iter().enumerate() {
+        for k in 0..fc.count {
+            let start = Time::from_secs_f64(fc.start_s);
+            let stop = fc.stop_s.map_or(end, Time::from_secs_f64).min(end);
+            specs.push((i, k, start, stop));
+        }
+    }
+    let windows: Vec<(Time, Time)> = specs.iter().map(|s| (s.2, s.3)).collect();
+
+    let mut flows = Vec::new();
+    for (id, (i, k, start, stop)) in specs.into_iter().enumerate() {
+        let fc = &sc.flows[i];
+        let field = format!("flows[{i}]");
+        let id32 = id as u32;
+        let label = match (&fc.label, fc.count) {
+            (Some(l), 1) => l.clone(),
+            (Some(l), _) => format!("{l}{k}"),
+            (None, _) => format!("{}{}", match fc.kind { FlowKind::Media => "media", FlowKind::Tcp => "tcp" }, id),
+        };
+        let fwd = link_delay + Duration::from_ms_f64(fc.one_way_delay_ms);
+        let ret = Duration::from_ms_f64(fc.return_delay_ms.unwrap_or(fc.one_way_delay_ms));
+        let (controller_name, params) = match controller_override {
+            Some(c) if c != fc.controller => (c.to_string(), serde_json::Value::Null),
+            _ => (fc.controller.clone(), fc.params.clone()),
+        };
+        let state = match fc.kind {
+            FlowKind::Media => {
+                let mut cx = BuildContext::new(derive_seed(seed, 1000 + id as u64));
+                let (cap2, win2) = (capacity.clone(), windows.clone());
+                cx.fair_share = Some(Arc::new(move |t: Time| {
+                    let n = win2.iter().filter(|(s, e)| *s <= t && t < *e).count().max(1);
+                    cap2.rate_at(t) / n as i64
+                }));
+                let built = controllers::build(&controller_name, &params, &cx).map_err(|e| {
+                    if e.field == "controller" { ConfigError::new(format!("{field}.controller"), e.message) } else { e.prefixed(&field) }
+                })?;
+                let mc = &fc.media;
+                let constraints = Constraints { min_rate: Bitrate::from_kbps_f64(mc.min_kbps), max_rate: Bitrate::from_kbps_f64(mc.max_kbps), start_rate: Bitrate::from_kbps_f64(mc.start_kbps) };
+                let enc = EncoderConfig {
+                    fps: mc.fps, min_rate: constraints.min_rate, max_rate: constraints.max_rate, lag: Duration::from_ms_f64(mc.encoder_lag_ms),
+                    size_noise: mc.frame_size_noise, keyframe_interval: Duration::from_secs_f64(mc.keyframe_interval_s), keyframe_factor: mc.keyframe_factor,
+                };
+                let limit_t = Duration::from_ms_f64(mc.pacer_queue_limit_ms);
+                let mode = match fc.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
+                FlowState::Media(Box::new(MediaFlow {
+                    controller: built.sender,
+                    estimator: built.receiver,
+                    constraints,
+                    encoder: Encoder::new(enc, constraints.start_rate, derive_seed(seed, 2000 + id as u64)),
+                    max_payload: mc.max_payload_bytes,
+                    header: Bytes::new(mc.header_bytes as i64),
+                    pacer: Pacer::new(constraints.start_rate.scale(2.5), limit_t),
+                    history: SendHistory::new(),
+                    feedback: FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
+                    receiver: FrameReceiver::new(),
+                    target: constraints.start_rate,
+                    paused: false,
+                    pause_allowed: mc.encoder_pause,
+                    queue_time_limit: limit_t,
+                    pacer_wake: None,
+                    include_report_time: false,
+                }))
+            }
+            FlowKind::Tcp => return Err(ConfigError::new(format!("{field}.kind"), "tcp flows are not available in this build")),
+        };
+        let info = FlowInfo {
+            id: id32, label, kind: fc.kind, controller: match fc.kind { FlowKind::Media => controller_name, FlowKind::Tcp => "tcp".into() },
+            start_s: start.as_secs_f64(), stop_s: stop.as_secs_f64(), one_way_delay_ms: fwd.as_ms_f64(), return_delay_ms: ret.as_ms_f64(),
+        };
+        flows.push(Flow { info, start, stop, fwd_delay: fwd, ret_delay: ret, active: false, metrics: FlowMetrics::new(start, stop), state });
+    }
+
+    let mut sim = Simulation {
+        now: Time::ZERO,
+        end,
+        events: Default::default(),
+        link: Link::new(capacity, limit, loss, Time::from_secs_f64(sc.link.loss_start_s)),
+        rng: ChaCha8Rng::seed_from_u64(derive_seed(seed, 1)),
+        flows,
+        packets: PacketLog::default(),
+        series: SeriesLog::default(),
+        record_packets: sc.metrics.packet_log,
+        series_interval: Duration::from_ms_f64(sc.metrics.series_interval_ms),
+        last_queue_delay: Duration::ZERO,
+        events_processed: 0,
+        finished: false,
+    };
+    for f in &sim.flows {
+        if f.start < end {
+            sim.events.push(f.start, Event::FlowStart(f.info.id));
+            sim.events.push(f.stop, Event::FlowStop(f.info.id));
+        }
+    }
+    sim.events.push(Time::ZERO + sim.series_interval, Event::Series);
+    Ok(sim)
+}

@@ -1,0 +1,52 @@
+//! A media flow: encoder → packetizer → pacer → (network) → receiver (frames, feedback,
+//! optional receiver-side estimator) → (feedback path) → send history → controller.
+//! This file holds the flow's state; the event dispatch lives in `sim/mod.rs`.
+
+use crate::controller::{Constraints, Controller, ReceiverEstimator, Update};
+use crate::feedback::generator::FeedbackGenerator;
+use crate::feedback::history::SendHistory;
+use crate::media::encoder::Encoder;
+use crate::media::pacer::Pacer;
+use crate::media::receiver::FrameReceiver;
+use crate::units::{Bitrate, Bytes, Duration, Time};
+
+pub struct MediaFlow {
+    pub controller: Box<dyn Controller>,
+    pub estimator: Option<Box<dyn ReceiverEstimator>>,
+    pub constraints: Constraints,
+    pub encoder: Encoder,
+    pub max_payload: u32,
+    pub header: Bytes,
+    pub pacer: Pacer,
+    pub history: SendHistory,
+    pub feedback: FeedbackGenerator,
+    pub receiver: FrameReceiver,
+    pub target: Bitrate,
+    pub paused: bool,
+    pub pause_allowed: bool,
+    pub queue_time_limit: Duration,
+    /// Time of the pending pacer wake-up event, if any (older events are stale).
+    pub pacer_wake: Option<Time>,
+    pub include_report_time: bool,
+}
+
+impl MediaFlow {
+    /// Apply a controller update to encoder and pacer.
+    pub fn apply(&mut self, now: Time, u: Update) {
+        if let Some(t) = u.target_rate {
+            let t = t.max(self.constraints.min_rate).min(self.constraints.max_rate);
+            self.target = t;
+            self.encoder.set_target(t);
+        }
+        if let Some(p) = u.pacing_rate { self.pacer.set_pacing_rate(p.max(Bitrate::from_kbps(10))); }
+        if let Some(p) = u.padding_rate { self.pacer.set_padding_rate(p); }
+        if let Some(w) = u.cwnd { self.pacer.set_cwnd(w.max(Bytes::new(1))); }
+        for p in u.probes { self.pacer.add_probe(now, p); }
+    }
+
+    /// WebRTC's encoder-pause rule, checked every 25 ms: pause while the pacer's expected
+    /// queue time exceeds the limit.
+    pub fn check_pause(&mut self) {
+        if self.pause_allowed { self.paused = self.pacer.expected_queue_time() > self.queue_time_limit; }
+    }
+}

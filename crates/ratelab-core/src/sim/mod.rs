@@ -1,0 +1,374 @@
+//! The deterministic discrete-event simulator: one driver of the controller interface.
+//!
+//! Packets go sender → bottleneck queue → (bottleneck + flow propagation delay) → receiver;
+//! feedback goes receiver → (uncongested return delay) → sender. Every random draw comes from
+//! RNGs seeded from the run seed.
+
+pub mod build;
+pub mod events;
+pub mod media_flow;
+pub mod summary;
+
+use crate::controller::{ReceivedPacket, Update};
+use crate::feedback::generator::FeedbackReport;
+use crate::media::encoder::packetize;
+use crate::media::pacer::QueuedPacket;
+use crate::metrics::{FlowMetrics, PacketLog, SeriesLog};
+use crate::network::link::{Enqueued, Link};
+use crate::network::packet::{Packet, Payload};
+use crate::scenario::FlowKind;
+use crate::units::{Bitrate, Duration, Time};
+use events::EventQueue;
+use media_flow::MediaFlow;
+use rand_chacha::ChaCha8Rng;
+
+pub use build::build_simulation;
+
+/// Static description of a flow.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FlowInfo {
+    pub id: u32,
+    pub label: String,
+    pub kind: FlowKind,
+    pub controller: String,
+    pub start_s: f64,
+    pub stop_s: f64,
+    pub one_way_delay_ms: f64,
+    pub return_delay_ms: f64,
+}
+
+pub enum FlowState {
+    Media(Box<MediaFlow>),
+}
+
+pub struct Flow {
+    pub info: FlowInfo,
+    pub start: Time,
+    pub stop: Time,
+    /// Forward delay after the bottleneck (link delay + flow propagation).
+    pub fwd_delay: Duration,
+    pub ret_delay: Duration,
+    pub active: bool,
+    pub metrics: FlowMetrics,
+    pub state: FlowState,
+}
+
+#[derive(Debug)]
+enum Event {
+    FlowStart(u32),
+    FlowStop(u32),
+    Frame(u32),
+    Pacer(u32),
+    ControllerTick(u32),
+    FeedbackTimer(u32),
+    EstimatorTick(u32),
+    LinkDone,
+    Deliver(Packet),
+    Feedback(u32, Box<FeedbackReport>),
+    RemoteEstimate(u32, Bitrate),
+    Series,
+}
+
+pub struct Simulation {
+    now: Time,
+    end: Time,
+    events: EventQueue<Event>,
+    link: Link,
+    rng: ChaCha8Rng,
+    pub flows: Vec<Flow>,
+    packets: PacketLog,
+    series: SeriesLog,
+    record_packets: bool,
+    series_interval: Duration,
+    /// Queuing delay of the most recent packet to leave the bottleneck.
+    last_queue_delay: Duration,
+    events_processed: u64,
+    finished: bool,
+}
+
+impl Simulation {
+    pub fn now(&self) -> Time { self.now }
+    pub fn end(&self) -> Time { self.end }
+    pub fn link(&self) -> &Link { &self.link }
+    pub fn is_finished(&self) -> bool { self.finished }
+    pub fn events_processed(&self) -> u64 { self.events_processed }
+    pub fn take_packets(&mut self) -> PacketLog { self.packets.take() }
+    pub fn take_series(&mut self) -> SeriesLog { self.series.take() }
+    pub fn flow_infos(&self) -> Vec<FlowInfo> { self.flows.iter().map(|f| f.info.clone()).collect() }
+
+    /// Run until simulated time `t` (or the end). Returns true once the run is complete.
+    pub fn run_until(&mut self, t: Time) -> bool {
+        let limit = t.min(self.end);
+        while let Some(et) = self.events.peek_time() {
+            if et > limit { break; }
+            let Some((et, ev)) = self.events.pop() else { break };
+            self.now = et;
+            self.events_processed += 1;
+            self.dispatch(ev);
+        }
+        self.now = self.now.max(limit);
+        if limit >= self.end && !self.finished { self.finish(); }
+        self.finished
+    }
+
+    pub fn run_to_end(&mut self) { self.run_until(self.end); }
+
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::FlowStart(f) => self.on_flow_start(f),
+            Event::FlowStop(f) => self.on_flow_stop(f),
+            Event::Frame(f) => self.on_frame(f),
+            Event::Pacer(f) => self.on_pacer(f),
+            Event::ControllerTick(f) => self.on_controller_tick(f),
+            Event::FeedbackTimer(f) => self.on_feedback_timer(f),
+            Event::EstimatorTick(f) => self.on_estimator_tick(f),
+            Event::LinkDone => self.on_link_done(),
+            Event::Deliver(p) => self.on_deliver(p),
+            Event::Feedback(f, r) => self.on_feedback(f, &r),
+            Event::RemoteEstimate(f, r) => self.on_remote_estimate(f, r),
+            Event::Series => self.on_series(),
+        }
+    }
+
+    fn media(&mut self, f: u32) -> Option<&mut MediaFlow> {
+        let flow = self.flows.get_mut(f as usize)?;
+        if !flow.active { return None; }
+        match &mut flow.state { FlowState::Media(m) => Some(m) }
+    }
+
+    fn on_flow_start(&mut self, f: u32) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        flow.active = true;
+        let FlowState::Media(m) = &mut flow.state;
+        let u = m.controller.on_start(now, m.constraints);
+        m.apply(now, u);
+        let tick = m.controller.tick_interval();
+        let fb = m.feedback.interval();
+        let est = m.estimator.as_ref().map(|e| e.tick_interval());
+        self.events.push(now, Event::Frame(f));
+        if tick > Duration::ZERO { self.events.push(now + tick, Event::ControllerTick(f)); }
+        if m.feedback.mode() == crate::feedback::generator::GeneratorMode::Twcc { self.events.push(now + fb, Event::FeedbackTimer(f)); }
+        if let Some(d) = est { self.events.push(now + d, Event::EstimatorTick(f)); }
+        self.schedule_pacer(f);
+    }
+
+    fn on_flow_stop(&mut self, f: u32) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        flow.active = false;
+        let FlowState::Media(m) = &mut flow.state;
+        m.receiver.finish(now);
+    }
+
+    fn on_frame(&mut self, f: u32) {
+        let now = self.now;
+        let Some(m) = self.media(f) else { return };
+        let interval = m.encoder.frame_interval();
+        if !m.paused {
+            let frame = m.encoder.encode(now);
+            let payloads: Vec<_> = packetize(frame.size, m.max_payload).collect();
+            let count = payloads.len() as u16;
+            for (i, p) in payloads.into_iter().enumerate() {
+                let payload = Payload::Media { frame: frame.id, index: i as u16, count, capture: now, keyframe: frame.keyframe };
+                m.pacer.enqueue(QueuedPacket { size: p + m.header, payload, enqueue_time: now });
+            }
+        }
+        self.events.push(now + interval, Event::Frame(f));
+        self.schedule_pacer(f);
+    }
+
+    /// Make sure a pacer wake-up is scheduled at the pacer's next send time.
+    fn schedule_pacer(&mut self, f: u32) {
+        let now = self.now;
+        let Some(m) = self.media(f) else { return };
+        let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) else { return };
+        if m.pacer_wake.is_some_and(|w| w <= t) { return; }
+        m.pacer_wake = Some(t);
+        self.events.push(t, Event::Pacer(f));
+    }
+
+    fn on_pacer(&mut self, f: u32) {
+        let now = self.now;
+        let Some(m) = self.media(f) else { return };
+        if m.pacer_wake != Some(now) { return; }
+        m.pacer_wake = None;
+        loop {
+            let Some(m) = self.media(f) else { return };
+            let Some(rel) = m.pacer.poll(now, m.history.in_flight()) else { break };
+            let sp = m.history.on_sent(now, rel.size, rel.probe_cluster, rel.payload == Payload::Padding);
+            let u = m.controller.on_packet_sent(&sp);
+            if !u.is_empty() { m.apply(now, u); }
+            let pkt = Packet { flow: f, seq: sp.seq, size: rel.size, send_time: now, enqueue_time: now, tx_start: now, probe_cluster: rel.probe_cluster, payload: rel.payload };
+            self.send_into_network(pkt);
+        }
+        self.schedule_pacer(f);
+    }
+
+    fn send_into_network(&mut self, pkt: Packet) {
+        let now = self.now;
+        let flow = &mut self.flows[pkt.flow as usize];
+        flow.metrics.on_sent(pkt.size);
+        match self.link.enqueue(now, pkt, &mut self.rng) {
+            Enqueued::Accepted(Some(end)) => self.events.push(end, Event::LinkDone),
+            Enqueued::Accepted(None) => {}
+            Enqueued::Dropped(_, p) => {
+                flow.metrics.on_lost(p.size);
+                if self.record_packets { self.packets.push(p.flow, p.seq, p.size, p.send_time, None, true); }
+            }
+        }
+    }
+
+    fn on_link_done(&mut self) {
+        let now = self.now;
+        let Some((pkt, next)) = self.link.complete(now) else { return };
+        if let Some(end) = next { self.events.push(end, Event::LinkDone); }
+        self.last_queue_delay = pkt.tx_start - pkt.enqueue_time;
+        let delay = self.flows[pkt.flow as usize].fwd_delay;
+        self.events.push(now + delay, Event::Deliver(pkt));
+    }
+
+    fn on_deliver(&mut self, pkt: Packet) {
+        let now = self.now;
+        let record = self.record_packets;
+        let flow = &mut self.flows[pkt.flow as usize];
+        flow.metrics.on_received(now, pkt.size, now - pkt.send_time, pkt.tx_start - pkt.enqueue_time);
+        if record { self.packets.push(pkt.flow, pkt.seq, pkt.size, pkt.send_time, Some(now), false); }
+        let ret = flow.ret_delay;
+        let FlowState::Media(m) = &mut flow.state;
+        if let Payload::Media { frame, count, capture, .. } = pkt.payload {
+            m.receiver.on_packet(now, frame, count, capture);
+        }
+        if let Some(e) = m.estimator.as_mut() {
+            e.on_packet_received(&ReceivedPacket { seq: pkt.seq, size: pkt.size, send_time: pkt.send_time, recv_time: now });
+        }
+        if let Some(report) = m.feedback.on_packet(now, pkt.seq) {
+            self.events.push(now + ret, Event::Feedback(pkt.flow, Box::new(report)));
+        }
+    }
+
+    fn on_feedback_timer(&mut self, f: u32) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        let ret = flow.ret_delay;
+        let FlowState::Media(m) = &mut flow.state;
+        let interval = m.feedback.interval();
+        if let Some(r) = m.feedback.on_timer(now) { self.events.push(now + ret, Event::Feedback(f, Box::new(r))); }
+        // Keep reporting after the sender stopped, until everything in flight has arrived.
+        if flow.active || m.feedback.has_pending() || now < flow.stop + Duration::from_secs(2) {
+            self.events.push(now + interval, Event::FeedbackTimer(f));
+        }
+    }
+
+    fn on_feedback(&mut self, f: u32, report: &FeedbackReport) {
+        let now = self.now;
+        let Some(m) = self.media(f) else { return };
+        let fb = m.history.on_report(now, report, m.include_report_time);
+        let u = m.controller.on_feedback(&fb);
+        m.apply(now, u);
+        self.schedule_pacer(f);
+    }
+
+    fn on_controller_tick(&mut self, f: u32) {
+        let now = self.now;
+        let Some(m) = self.media(f) else { return };
+        let u = m.controller.on_tick(now);
+        m.apply(now, u);
+        m.check_pause();
+        let tick = m.controller.tick_interval().max(Duration::from_ms(1));
+        self.events.push(now + tick, Event::ControllerTick(f));
+        self.schedule_pacer(f);
+    }
+
+    fn on_estimator_tick(&mut self, f: u32) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        if !flow.active { return; }
+        let ret = flow.ret_delay;
+        let FlowState::Media(m) = &mut flow.state;
+        let Some(e) = m.estimator.as_mut() else { return };
+        let report = e.on_tick(now);
+        let d = e.tick_interval().max(Duration::from_ms(1));
+        if let Some(r) = report { self.events.push(now + ret, Event::RemoteEstimate(f, r)); }
+        self.events.push(now + d, Event::EstimatorTick(f));
+    }
+
+    fn on_remote_estimate(&mut self, f: u32, rate: Bitrate) {
+        let now = self.now;
+        let Some(m) = self.media(f) else { return };
+        let u: Update = m.controller.on_remote_estimate(now, rate);
+        m.apply(now, u);
+        self.schedule_pacer(f);
+    }
+
+    fn on_series(&mut self) {
+        let now = self.now;
+        let iv = self.series_interval;
+        let cap = self.link.capacity().rate_at(now).kbps_f64();
+        let qd = self.last_queue_delay.as_ms_f64();
+        for flow in &mut self.flows {
+            if !flow.active { continue; }
+            let m = &mut flow.metrics;
+            let s = &mut self.series;
+            s.t_s.push(now.as_secs_f64());
+            s.flow.push(flow.info.id);
+            s.send_kbps.push((m.iv_sent / iv).kbps_f64());
+            s.recv_kbps.push((m.iv_recv / iv).kbps_f64());
+            s.owd_ms.push(if m.iv_owd_n > 0 { m.iv_owd_sum_us as f64 / m.iv_owd_n as f64 / 1e3 } else { f64::NAN });
+            s.capacity_kbps.push(cap);
+            s.queue_ms.push(qd);
+            m.iv_sent = Default::default();
+            m.iv_recv = Default::default();
+            m.iv_owd_sum_us = 0;
+            m.iv_owd_n = 0;
+            match &flow.state {
+                FlowState::Media(mf) => {
+                    s.target_kbps.push(mf.target.kbps_f64());
+                    s.pacing_kbps.push(mf.pacer.pacing_rate().kbps_f64());
+                    let w = mf.pacer.cwnd();
+                    s.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
+                }
+            }
+        }
+        self.events.push(now + iv, Event::Series);
+    }
+
+    /// End of run: close video statistics and log packets still in flight.
+    fn finish(&mut self) {
+        self.finished = true;
+        let end = self.end;
+        for flow in &mut self.flows {
+            if flow.active {
+                let FlowState::Media(m) = &mut flow.state;
+                m.receiver.finish(end);
+            }
+            let FlowState::Media(m) = &flow.state;
+            flow.metrics.video = Some(m.receiver.stats);
+        }
+        if self.record_packets {
+            // Packets still in the network: in the bottleneck queue, in service, or propagating.
+            let mut in_net: Vec<Packet> = self.link.queued().copied().collect();
+            if let Some(p) = self.link.in_service() { in_net.push(*p); }
+            let mut rest = EventQueue::default();
+            while let Some((t, ev)) = self.events.pop() {
+                if let Event::Deliver(p) = ev { in_net.push(p); } else { rest.push(t, ev); }
+            }
+            self.events = rest;
+            in_net.sort_by_key(|p| (p.flow, p.seq));
+            for p in in_net { self.packets.push(p.flow, p.seq, p.size, p.send_time, None, false); }
+        }
+    }
+
+    /// Packets in the network right now (bottleneck queue, in service, propagating).
+    pub fn packets_in_network(&self) -> u64 {
+        let q = self.link.queue_packets() as u64 + self.link.in_service().is_some() as u64;
+        q + self.in_propagation()
+    }
+
+    fn in_propagation(&self) -> u64 {
+        // Packets in propagation = departed from the link but not yet delivered.
+        let departed = self.link.stats.departed_packets;
+        let delivered: u64 = self.flows.iter().map(|f| f.metrics.packets_received).sum();
+        departed.saturating_sub(delivered)
+    }
+}

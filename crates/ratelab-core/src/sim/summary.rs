@@ -1,0 +1,120 @@
+//! End-of-run summary: the numbers `summary.json` reports.
+
+use super::{FlowState, Simulation};
+use crate::metrics::jain_index;
+use crate::scenario::FlowKind;
+use crate::units::{Duration, Time};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LinkSummary {
+    /// Cross paper Eq. 6: bits delivered (all flows) / ∫ capacity dt over the run.
+    pub utilization: f64,
+    /// Mean Jain index over the seconds in which ≥ 2 media flows were active (1 if never).
+    pub jain_index: f64,
+    /// Packets dropped at the bottleneck (random + queue) / packets that reached it.
+    pub loss_rate: f64,
+    pub capacity_kbps_mean: f64,
+    pub queue_drops: u64,
+    pub random_drops: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FlowSummary {
+    pub id: u32,
+    pub label: String,
+    pub kind: FlowKind,
+    pub controller: String,
+    pub start_s: f64,
+    pub stop_s: f64,
+    pub throughput_kbps: f64,
+    /// Throughput / mean capacity over the flow's active time.
+    pub utilization: f64,
+    pub owd_ms_mean: Option<f64>,
+    pub owd_ms_p50: Option<f64>,
+    pub owd_ms_p95: Option<f64>,
+    pub queue_delay_ms_mean: Option<f64>,
+    pub queue_delay_ms_p95: Option<f64>,
+    pub loss_rate: f64,
+    pub freeze_count: Option<u64>,
+    pub freeze_ratio: Option<f64>,
+    pub frame_delay_ms_mean: Option<f64>,
+    pub frames_rendered: Option<u64>,
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    pub packets_lost: u64,
+    pub bytes_sent: i64,
+    pub bytes_received: i64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RunSummary {
+    pub duration_s: f64,
+    pub events: u64,
+    pub link: LinkSummary,
+    pub flows: Vec<FlowSummary>,
+}
+
+impl Simulation {
+    pub fn summary(&self) -> RunSummary {
+        let end = self.now.min(self.end);
+        let cap = self.link.capacity();
+        let mut flows = Vec::new();
+        let mut delivered_bits = 0.0;
+        for f in &self.flows {
+            let m = &f.metrics;
+            let active = m.active(end);
+            let thr = if active > Duration::ZERO { m.bytes_received.bits() as f64 / active.as_secs_f64() } else { 0.0 };
+            delivered_bits += m.bytes_received.bits() as f64;
+            let mean_cap = cap.mean_over(f.start, f.stop.min(end).max(f.start)).bps_f64();
+            let video = match &f.state { FlowState::Media(mf) => Some(m.video.unwrap_or(mf.receiver.stats)) };
+            flows.push(FlowSummary {
+                id: f.info.id, label: f.info.label.clone(), kind: f.info.kind, controller: f.info.controller.clone(),
+                start_s: f.info.start_s, stop_s: f.info.stop_s,
+                throughput_kbps: thr / 1e3,
+                utilization: if mean_cap > 0.0 { thr / mean_cap } else { 0.0 },
+                owd_ms_mean: m.owd_mean_ms(), owd_ms_p50: m.owd_quantile_ms(0.5), owd_ms_p95: m.owd_quantile_ms(0.95),
+                queue_delay_ms_mean: m.queue_mean_ms(), queue_delay_ms_p95: m.queue_quantile_ms(0.95),
+                loss_rate: m.loss_rate(),
+                freeze_count: video.map(|v| v.freeze_count),
+                freeze_ratio: video.map(|v| if active > Duration::ZERO { v.freeze_duration.as_secs_f64() / active.as_secs_f64() } else { 0.0 }),
+                frame_delay_ms_mean: video.and_then(|v| v.mean_frame_delay()).map(|d| d.as_ms_f64()),
+                frames_rendered: video.map(|v| v.frames_rendered),
+                packets_sent: m.packets_sent, packets_received: m.packets_received, packets_lost: m.packets_lost,
+                bytes_sent: m.bytes_sent.get(), bytes_received: m.bytes_received.get(),
+            });
+        }
+        let cap_bits = cap.mean_over(Time::ZERO, end).bps_f64() * end.as_secs_f64();
+        let st = &self.link.stats;
+        RunSummary {
+            duration_s: end.as_secs_f64(),
+            events: self.events_processed,
+            link: LinkSummary {
+                utilization: if cap_bits > 0.0 { delivered_bits / cap_bits } else { 0.0 },
+                jain_index: self.jain_over_time(end),
+                loss_rate: if st.arrived_packets > 0 { (st.random_drops + st.queue_drops) as f64 / st.arrived_packets as f64 } else { 0.0 },
+                capacity_kbps_mean: cap.mean_over(Time::ZERO, end).kbps_f64(),
+                queue_drops: st.queue_drops,
+                random_drops: st.random_drops,
+            },
+            flows,
+        }
+    }
+
+    fn jain_over_time(&self, end: Time) -> f64 {
+        let secs = (end.as_us() / 1_000_000) as usize;
+        let mut acc = 0.0;
+        let mut n = 0usize;
+        let mut rates = Vec::new();
+        for s in 0..secs {
+            let (t0, t1) = (Time::from_secs_f64(s as f64), Time::from_secs_f64(s as f64 + 1.0));
+            rates.clear();
+            for f in &self.flows {
+                if f.info.kind != FlowKind::Media || f.start > t0 || f.stop < t1 { continue; }
+                rates.push(f.metrics.goodput_bins.get(s).copied().unwrap_or(0) as f64);
+            }
+            if rates.len() >= 2 { acc += jain_index(&rates); n += 1; }
+        }
+        if n == 0 { 1.0 } else { acc / n as f64 }
+    }
+}
