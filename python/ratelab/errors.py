@@ -6,6 +6,12 @@ which the CLI prints as one line ``error: <file>: <field>: <what is wrong>`` and
 
 from __future__ import annotations
 
+import re
+
+# serde_json ends its messages with a position in the JSON document that the front end generated,
+# which means nothing to someone who wrote TOML.
+_JSON_POSITION = re.compile(r"\s+at line \d+ column \d+$")
+
 
 class InputError(Exception):
     """Bad input, located by file (or flag) and dotted field path; either may be empty."""
@@ -36,5 +42,5 @@ def from_core(exc: BaseException, file: str) -> InputError | None:
         line = getattr(exc, "line")
         return InputError(getattr(exc, "path") or file, f"line {line}" if line else "", message)
     if hasattr(exc, "field"):
-        return InputError(file, getattr(exc, "field") or "", message)
+        return InputError(file, getattr(exc, "field") or "", _JSON_POSITION.sub("", message))
     return None

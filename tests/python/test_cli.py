@@ -102,7 +102,8 @@ def _file(tmp_path: Path, text: str) -> str:
 def test_bad_input_found_by_core(core, cli, tmp_path, case):
     if case == "unknown key":
         r = cli("run", _file(tmp_path, GOOD.replace("capacity_kbps = 1000", "capacity_kbps = 1000\ncapacty = 3")))
-        assert_bad_input(r, field="link", words="capacty")
+        line = assert_bad_input(r, words="capacty")
+        assert ": link" in line and "column" not in line
     elif case == "wrong type":
         r = cli("run", _file(tmp_path, GOOD.replace("duration_s = 10", 'duration_s = "long"')))
         assert_bad_input(r, field="duration_s")
@@ -163,7 +164,7 @@ def test_run_end_to_end(core, cli, tmp_path):
 
 
 def test_deterministic(core, cli, tmp_path):
-    args = ["run", "rmcat-5.6", "--set", "duration_s=15", "--no-packets", "--seed", "5"]
+    args = ["run", "rmcat-5.2", "--set", "duration_s=15", "--no-packets", "--seed", "5"]
     for d in ("a", "b"):
         assert cli(*args, "--out", str(tmp_path / d)).returncode == 0
     a, b = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("a", "b"))

@@ -15,3 +15,8 @@ def test_from_core_duck_typed(fake_core):
     e = from_core(fake_core.TraceError("/t.csv", None, "cannot read"), "s.toml")
     assert e.line() == "error: /t.csv: cannot read"
     assert from_core(RuntimeError("x"), "s.toml") is None
+
+
+def test_json_position_is_dropped(fake_core):
+    e = from_core(fake_core.ConfigError("link.capacty", "unknown field `capacty` at line 1 column 73"), "s.toml")
+    assert e.line() == "error: s.toml: link.capacty: unknown field `capacty`"
