@@ -201,7 +201,7 @@ def set_path(data: dict[str, Any], parts: list[str], value: Any) -> None:
                 raise InputError("--set", here, f"{'.'.join(parts[:depth])} is a list: address an entry by index, e.g. {'.'.join(parts[:depth])}.0")
             i = int(part)
             if i >= len(node):
-                raise InputError("--set", here, f"index {i} out of range ({'.'.join(parts[:depth])} has {len(node)} entries)")
+                raise InputError("--set", here, f"index {i} out of range ({'.'.join(parts[:depth])} has {len(node)} {'entry' if len(node) == 1 else 'entries'})")
             if last:
                 node[i] = value
             else:
