@@ -245,6 +245,9 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
     except BaseException:
         for s in sinks.values():
             s.abort()
+        if run_dir is not None:
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()  # only if empty: leave no trace of a run that did not finish
         raise
     return RunResult(
         name=name,
