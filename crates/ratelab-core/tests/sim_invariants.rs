@@ -87,3 +87,33 @@ fn chunked_run_equals_single_run() {
     while !b.run_until(ratelab_core::Time::from_secs_f64(t)) { t += 0.37; }
     assert_eq!(a.summary(), b.summary());
 }
+
+#[test]
+fn trace_driven_link_capacity_loss_and_delay() {
+    // 0–2 s: 2000 kbit/s no loss; 2–4 s: 500 kbit/s with 50 % loss and +100 ms delay; loops at 4 s.
+    let csv = "time_s,capacity_kbps,loss_rate,delay_ms\n0,2000,0,0\n2,500,0.5,100\n4,500,0.5,100\n";
+    let sc = scenario(serde_json::json!({
+        "name": "t", "duration_s": 8,
+        "link": {"trace": "mem.csv", "trace_content": csv},
+        "flows": [{"kind": "media", "controller": "fixed", "params": {"rate_kbps": 300},
+                   "media": {"min_kbps": 10, "max_kbps": 10000, "start_kbps": 300}}]
+    }));
+    let mut sim = build_simulation(&sc, 5, None).unwrap();
+    sim.run_to_end();
+    let s = sim.take_series();
+    let cap_at = |t: f64| s.t_s.iter().zip(&s.capacity_kbps).find(|(x, _)| (**x - t).abs() < 1e-9).map(|(_, c)| *c).unwrap();
+    assert_eq!(cap_at(1.0), 2000.0);
+    assert_eq!(cap_at(3.0), 500.0);
+    assert_eq!(cap_at(5.0), 2000.0, "trace loops");
+    let p = sim.take_packets();
+    let in_phase = |t: f64| (t % 4.0) >= 2.1 && (t % 4.0) < 3.9;
+    let (mut n, mut lost, mut owd_hi) = (0, 0, 0);
+    for i in 0..p.len() {
+        if !in_phase(p.send_s[i]) { continue; }
+        n += 1;
+        if p.lost[i] { lost += 1; } else if p.recv_s[i] - p.send_s[i] > 0.15 { owd_hi += 1; }
+    }
+    let rate = lost as f64 / n as f64;
+    assert!((rate - 0.5).abs() < 0.12, "loss {rate} over {n}");
+    assert!(owd_hi > 0, "trace delay applies");
+}

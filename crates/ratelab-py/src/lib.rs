@@ -49,6 +49,17 @@ fn load_scenario(py: Python<'_>, json: &str) -> PyResult<Scenario> {
             }
         }
     }
+    if sc.link.trace_content.is_some() {
+        if let Err(e) = guarded("trace parsing", || ratelab_core::sim::build::load_trace(&sc.link))? {
+            let path = sc.link.trace.clone().unwrap_or_else(|| "<trace>".into());
+            let err = TraceError::new_err(format!("{path}: {e}"));
+            let v = err.value_bound(py);
+            let _ = v.setattr("path", path);
+            let _ = v.setattr("line", e.line);
+            let _ = v.setattr("message", e.message.clone());
+            return Err(err);
+        }
+    }
     Ok(sc)
 }
 

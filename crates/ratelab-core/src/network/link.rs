@@ -5,7 +5,9 @@
 use super::capacity::CapacitySchedule;
 use super::loss::LossModel;
 use super::packet::Packet;
-use crate::units::{Bytes, Time};
+use super::trace::Trace;
+use crate::units::{Bytes, Duration, Time};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 
@@ -37,6 +39,10 @@ pub struct Link {
     queue: VecDeque<Packet>,
     queue_bytes: Bytes,
     in_service: Option<(Packet, Time)>,
+    /// Trace with per-interval loss and/or delay (replaces `loss` where the trace gives one).
+    overlay: Option<(Trace, bool)>,
+    /// Latest exit time after the trace delay (keeps the link FIFO when the delay drops).
+    last_exit: Time,
     pub stats: LinkStats,
 }
 
@@ -48,7 +54,21 @@ pub enum Enqueued {
 
 impl Link {
     pub fn new(capacity: CapacitySchedule, limit: QueueLimit, loss: LossModel, loss_start: Time) -> Self {
-        Link { capacity, limit, loss, loss_start, queue: VecDeque::new(), queue_bytes: Bytes::ZERO, in_service: None, stats: LinkStats::default() }
+        Link { capacity, limit, loss, loss_start, queue: VecDeque::new(), queue_bytes: Bytes::ZERO, in_service: None, overlay: None, last_exit: Time::ZERO, stats: LinkStats::default() }
+    }
+
+    /// Use a trace's loss and delay columns (`looped`: the trace repeats).
+    pub fn set_trace_overlay(&mut self, trace: Trace, looped: bool) {
+        if trace.samples.iter().any(|s| s.loss.is_some() || s.delay.is_some()) { self.overlay = Some((trace, looped)); }
+    }
+
+    /// Time a packet that finished transmission at `now` leaves the link, after the trace's
+    /// extra delay (if any), never before an earlier packet.
+    pub fn exit_time(&mut self, now: Time) -> Time {
+        let Some((tr, looped)) = &self.overlay else { return now };
+        let extra = tr.sample_at(now, *looped).and_then(|s| s.delay).unwrap_or(Duration::ZERO);
+        self.last_exit = self.last_exit.max(now + extra);
+        self.last_exit
     }
 
     pub fn capacity(&self) -> &CapacitySchedule { &self.capacity }
@@ -62,7 +82,12 @@ impl Link {
     pub fn enqueue(&mut self, now: Time, mut pkt: Packet, rng: &mut ChaCha8Rng) -> Enqueued {
         self.stats.arrived_packets += 1;
         self.stats.arrived_bytes += pkt.size.get();
-        if now >= self.loss_start && self.loss.drop(rng) {
+        let trace_loss = self.overlay.as_ref().and_then(|(tr, looped)| tr.sample_at(now, *looped).and_then(|s| s.loss));
+        let dropped = match trace_loss {
+            Some(p) => p > 0.0 && rng.gen::<f64>() < p,
+            None => now >= self.loss_start && self.loss.drop(rng),
+        };
+        if dropped {
             self.stats.random_drops += 1;
             return Enqueued::Dropped(DropReason::Random, pkt);
         }

@@ -4,3 +4,4 @@ pub mod capacity;
 pub mod link;
 pub mod loss;
 pub mod packet;
+pub mod trace;

@@ -14,6 +14,7 @@ use crate::metrics::{FlowMetrics, PacketLog, SeriesLog};
 use crate::network::capacity::CapacitySchedule;
 use crate::network::link::{Link, QueueLimit};
 use crate::network::loss::LossModel;
+use crate::network::trace::{detect_format, parse_mahimahi, parse_trace, Trace, TraceError, TraceFormat};
 use crate::scenario::{FeedbackMode, FlowKind, LinkConfig, Scenario};
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use rand::SeedableRng;
@@ -35,7 +36,25 @@ pub fn capacity_schedule(link: &LinkConfig) -> Result<CapacitySchedule, ConfigEr
         let s = steps.iter().map(|(t, c)| (Time::from_secs_f64(*t), Bitrate::from_kbps_f64(*c))).collect();
         return Ok(CapacitySchedule::stepped(s, None));
     }
-    Err(ConfigError::new("link.trace", "trace-driven links are not available in this build"))
+    let trace = load_trace(link).map_err(|e| ConfigError::new("link.trace", e.to_string()))?;
+    Ok(schedule_from_trace(&trace, link.trace_loop))
+}
+
+/// Parse the scenario's trace (content already read by the front end).
+pub fn load_trace(link: &LinkConfig) -> Result<Trace, TraceError> {
+    let content = link.trace_content.as_deref().ok_or_else(|| TraceError::new("trace content was not loaded"))?;
+    let format: TraceFormat = link.trace_format.parse().map_err(|_| TraceError::new(format!("unknown trace format '{}'", link.trace_format)))?;
+    let trace = match format {
+        TraceFormat::Mahimahi => parse_mahimahi(content, Duration::from_ms_f64(link.mahimahi_bin_ms))?,
+        TraceFormat::Auto if detect_format(content)? == TraceFormat::Mahimahi => parse_mahimahi(content, Duration::from_ms_f64(link.mahimahi_bin_ms))?,
+        f => parse_trace(content, f)?,
+    };
+    Ok(if (link.trace_scale - 1.0).abs() > 0.0 { trace.scaled(link.trace_scale) } else { trace })
+}
+
+fn schedule_from_trace(trace: &Trace, looped: bool) -> CapacitySchedule {
+    let steps = trace.samples.iter().map(|s| (s.start, s.capacity)).collect();
+    CapacitySchedule::stepped(steps, looped.then_some(trace.duration))
 }
 
 fn queue_limit(link: &LinkConfig, cap: &CapacitySchedule, end: Time) -> QueueLimit {
@@ -141,11 +160,16 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
         flows.push(Flow { info, start, stop, fwd_delay: fwd, ret_delay: ret, active: false, metrics: FlowMetrics::new(start, stop), state });
     }
 
+    let mut link = Link::new(capacity, limit, loss, Time::from_secs_f64(sc.link.loss_start_s));
+    if sc.link.trace_content.is_some() {
+        let trace = load_trace(&sc.link).map_err(|e| ConfigError::new("link.trace", e.to_string()))?;
+        link.set_trace_overlay(trace, sc.link.trace_loop);
+    }
     let mut sim = Simulation {
         now: Time::ZERO,
         end,
         events: Default::default(),
-        link: Link::new(capacity, limit, loss, Time::from_secs_f64(sc.link.loss_start_s)),
+        link,
         rng: ChaCha8Rng::seed_from_u64(derive_seed(seed, 1)),
         flows,
         packets: PacketLog::default(),

@@ -225,7 +225,8 @@ impl Simulation {
         if let Some(end) = next { self.events.push(end, Event::LinkDone); }
         self.last_queue_delay = pkt.tx_start - pkt.enqueue_time;
         let delay = self.flows[pkt.flow as usize].fwd_delay;
-        self.events.push(now + delay, Event::Deliver(pkt));
+        let exit = self.link.exit_time(now);
+        self.events.push(exit + delay, Event::Deliver(pkt));
     }
 
     fn on_deliver(&mut self, pkt: Packet) {
