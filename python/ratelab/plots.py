@@ -110,7 +110,7 @@ def _finish(fig: Any, ax_rate: Any, ax_owd: Any, title: str, png_path: str | Pat
 
     ax_rate.set_title(title, fontsize=11)
     ax_rate.set_ylabel("rate (Mbit/s)")
-    ax_rate.set_ylim(bottom=0)
+    ax_rate.set_ylim(0, _robust_top(ax_rate))
     ax_rate.legend(fontsize=8, loc="best", ncols=2)
     ax_owd.set_ylabel("one-way delay (ms)")
     ax_owd.set_xlabel("time (s)")
@@ -124,6 +124,14 @@ def _finish(fig: Any, ax_rate: Any, ax_owd: Any, title: str, png_path: str | Pat
     fig.savefig(tmp, format="png", dpi=100)
     tmp.replace(png_path)
     return png_path
+
+
+def _robust_top(ax: Any) -> float:
+    """Upper y-limit that ignores rare spikes (some real traces hold single absurd samples)."""
+    tops = [np.nanpercentile(y, 99) for y in (np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines())
+            if np.isfinite(y).any()]
+    top = max(tops, default=1.0)
+    return 1.15 * top if top > 0 else 1.0
 
 
 def _smooth(t: np.ndarray, v: np.ndarray, window_s: float = 1.0) -> np.ndarray:
