@@ -86,7 +86,7 @@ def list_cmd() -> None:
 @cli.command()
 @click.option("-s", "--scenario", "scenarios", multiple=True, metavar="SCENARIO",
               help=f"Scenario to time; repeatable.  [default: {', '.join(BENCH_SCENARIOS)}]")
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per scenario; the fastest counts.")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per scenario; the fastest counts.")
 @seed_option
 @click.option("--markdown", is_flag=True, help="Print a Markdown table (for docs/benchmarks.md).")
 def bench(scenarios: tuple[str, ...], repeat: int, seed: int, markdown: bool) -> None:
@@ -106,7 +106,8 @@ def bench(scenarios: tuple[str, ...], repeat: int, seed: int, markdown: bool) ->
         for sc, r in rows
     ]
     if markdown:
-        click.echo(f"`ratelab bench{' --repeat ' + str(repeat) if repeat > 1 else ''} --markdown` — ratelab {__version__}, "
+        command = " ".join(["ratelab bench", *(f"-s {s}" for s in scenarios), f"--repeat {repeat}", "--markdown"])
+        click.echo(f"`{command}` — ratelab {__version__}, "
                    f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; packet log off; one core.\n")
         click.echo("| " + " | ".join(headers) + " |")
         click.echo("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|")
