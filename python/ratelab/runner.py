@@ -167,8 +167,9 @@ def run_scenario(
     if not packets:
         sc = sc.with_overrides(["metrics.packet_log=false"])
     check_controllers(controllers or ())
-    sc.validate()
     choices: list[str | None] = list(controllers) if controllers else [None]
+    for choice in choices:  # all bad input is reported before the first run starts
+        sc.validate(choice)
     out = Path(out_dir) if out_dir is not None else None
     result = ScenarioRun(sc, seed, out_dir=out, title=sc.name)
     doc = sc.to_json()

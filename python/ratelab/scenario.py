@@ -80,12 +80,16 @@ class Scenario:
         sc._resolve_trace()
         return sc
 
-    def validate(self) -> None:
-        """Ask the core to check the document; raises :class:`InputError` naming the field."""
+    def validate(self, controller: str | None = None) -> None:
+        """Ask the core to check the document (with every media flow's controller replaced by
+        ``controller`` if given); raises :class:`InputError` naming the field."""
         from .native import core, core_errors
 
         try:
-            core().validate_scenario(self.to_json())
+            if controller is None:
+                core().validate_scenario(self.to_json())
+            else:
+                core().validate_scenario(self.to_json(), controller=controller)
         except core_errors() as exc:
             raise from_core(exc, self.source) from None
 

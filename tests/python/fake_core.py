@@ -40,8 +40,8 @@ def controllers() -> list[dict]:
     return [dict(c) for c in _CONTROLLERS]
 
 
-def validate_scenario(scenario_json: str) -> None:
-    _parse(scenario_json)
+def validate_scenario(scenario_json: str, controller: str | None = None) -> None:
+    Simulation(scenario_json, controller=controller)
 
 
 def _parse(doc: str) -> dict:
