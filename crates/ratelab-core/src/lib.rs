@@ -6,6 +6,7 @@
 //! * [`network`], [`media`], [`feedback`]: the sans-IO building blocks of a media session.
 //! * [`sim`]: the discrete-event simulator that drives them; [`scenario`] describes a run.
 //! * [`metrics`]: streamed per-flow statistics and logs.
+//! * [`transport`]: competing transport flows (bulk TCP: sender, receiver, window congestion control).
 
 pub mod controller;
 pub mod controllers;
@@ -16,6 +17,7 @@ pub mod metrics;
 pub mod network;
 pub mod scenario;
 pub mod sim;
+pub mod transport;
 pub mod units;
 
 pub use controller::{Constraints, Controller, PacketResult, ReceiverEstimator, SentPacket, TransportFeedback, Update};
