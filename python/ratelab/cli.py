@@ -63,9 +63,9 @@ def run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None
         res = run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=True)
     except Interrupted as exc:
         if exc.result.runs:
-            _finish([exc.result], out / "report.html", summaries=True)
+            _finish([exc.result], out / "report.html")
         raise
-    _finish([res], out / "report.html", summaries=True)
+    _finish([res], out / "report.html")
 
 
 @cli.command("list")
@@ -159,17 +159,17 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
                 done.append(res)
     except Interrupted:
         if done:
-            _finish(done, report, summaries=True, title="ratelab demo (interrupted)")
+            _finish(done, report, title="ratelab demo (interrupted)")
         raise
-    _finish(done, report, summaries=True, title="ratelab demo")
+    _finish(done, report, title="ratelab demo")
 
 
-def _finish(results: Sequence[ScenarioRun], report_path: Path, *, summaries: bool, title: str | None = None) -> None:
+def _finish(results: Sequence[ScenarioRun], report_path: Path, *, title: str | None = None) -> None:
     """Write summaries, plots and the report; print the summary table and where things are."""
     from .report import write_report
     from .results import write_summary
 
-    written = [write_summary(r) for r in results if summaries and r.out_dir is not None]
+    written = [write_summary(r) for r in results if r.out_dir is not None]
     write_report(results, report_path, title=title or f"ratelab: {results[0].title or results[0].scenario.name}")
     console = _console()
     for res in results:
