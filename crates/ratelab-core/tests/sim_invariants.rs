@@ -117,3 +117,45 @@ fn trace_driven_link_capacity_loss_and_delay() {
     assert!((rate - 0.5).abs() < 0.12, "loss {rate} over {n}");
     assert!(owd_hi > 0, "trace delay applies");
 }
+
+#[test]
+fn tcp_flow_fills_the_link_and_conserves_packets() {
+    let sc = scenario(serde_json::json!({
+        "name": "t", "duration_s": 30,
+        "link": {"capacity_kbps": 2000, "queue": {"ms": 300}},
+        "flows": [{"kind": "tcp", "tcp": {"mss_bytes": 1000}, "one_way_delay_ms": 25}]
+    }));
+    let mut sim = build_simulation(&sc, 1, None).unwrap();
+    sim.run_to_end();
+    let s = sim.summary();
+    assert_eq!(s.flows[0].controller, "tcp-newreno");
+    assert!(s.link.utilization > 0.9, "{}", s.link.utilization);
+    let f = &s.flows[0];
+    let log = sim.take_packets();
+    let in_flight = log.recv_s.iter().zip(&log.lost).filter(|(r, l)| r.is_nan() && !**l).count() as u64;
+    assert_eq!(f.packets_sent, f.packets_received + f.packets_lost + in_flight);
+    // a loss-based flow fills the 300 ms buffer
+    assert!(f.queue_delay_ms_mean.unwrap() > 100.0, "{:?}", f.queue_delay_ms_mean);
+}
+
+#[test]
+fn tcp_and_fixed_media_share_the_bottleneck() {
+    let sc = scenario(serde_json::json!({
+        "name": "t", "duration_s": 30,
+        "link": {"capacity_kbps": 2000, "queue": {"ms": 300}},
+        "flows": [
+            {"kind": "media", "controller": "fixed", "params": {"rate_kbps": 500}, "media": {"min_kbps": 10, "start_kbps": 500}},
+            {"kind": "tcp", "tcp": {"mss_bytes": 1000}, "start_s": 5}
+        ]
+    }));
+    let mut a = build_simulation(&sc, 2, None).unwrap();
+    a.run_to_end();
+    let s = a.summary();
+    // TCP (from 5 s) takes what the fixed flow leaves: 5 s at 25 % load, then ≥ 90 % of the link
+    assert!(s.link.utilization > 0.8, "{}", s.link.utilization);
+    assert!(s.flows[1].throughput_kbps > 1200.0, "{}", s.flows[1].throughput_kbps);
+    assert!(s.flows[0].throughput_kbps > 400.0, "{}", s.flows[0].throughput_kbps);
+    let mut b = build_simulation(&sc, 2, None).unwrap();
+    b.run_to_end();
+    assert_eq!(s, b.summary());
+}

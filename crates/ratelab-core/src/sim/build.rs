@@ -1,6 +1,8 @@
 //! Scenario → simulation: link, loss, queue, flows and their controllers.
 
 use super::media_flow::MediaFlow;
+use super::tcp_flow::TcpFlow;
+use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use super::{Event, Flow, FlowInfo, FlowState, Simulation};
 use crate::controller::Constraints;
 use crate::controllers::{self, BuildContext};
@@ -151,10 +153,14 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
                     include_report_time: false,
                 }))
             }
-            FlowKind::Tcp => return Err(ConfigError::new(format!("{field}.kind"), "tcp flows are not available in this build")),
+            FlowKind::Tcp => {
+                let cfg: TcpConfig = controllers::parse_params(&fc.tcp).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
+                let sender = TcpSender::new(&cfg).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
+                FlowState::Tcp(Box::new(TcpFlow { sender, receiver: TcpReceiver::new(&cfg), sender_wake: None, receiver_wake: None }))
+            }
         };
         let info = FlowInfo {
-            id: id32, label, kind: fc.kind, controller: match fc.kind { FlowKind::Media => controller_name, FlowKind::Tcp => "tcp".into() },
+            id: id32, label, kind: fc.kind, controller: match fc.kind { FlowKind::Media => controller_name, FlowKind::Tcp => tcp_cc_name(&fc.tcp) },
             start_s: start.as_secs_f64(), stop_s: stop.as_secs_f64(), one_way_delay_ms: fwd.as_ms_f64(), return_delay_ms: ret.as_ms_f64(),
         };
         flows.push(Flow { info, start, stop, fwd_delay: fwd, ret_delay: ret, active: false, metrics: FlowMetrics::new(start, stop), state });
@@ -188,4 +194,9 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
     }
     sim.events.push(Time::ZERO + sim.series_interval, Event::Series);
     Ok(sim)
+}
+
+/// Name shown for a TCP flow's controller, e.g. `tcp-newreno`.
+fn tcp_cc_name(tcp: &serde_json::Value) -> String {
+    format!("tcp-{}", tcp.get("cc").and_then(|v| v.as_str()).unwrap_or("newreno"))
 }

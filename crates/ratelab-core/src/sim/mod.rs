@@ -8,6 +8,7 @@ pub mod build;
 pub mod events;
 pub mod media_flow;
 pub mod summary;
+pub mod tcp_flow;
 
 use crate::controller::{ReceivedPacket, Update};
 use crate::feedback::generator::FeedbackReport;
@@ -20,6 +21,9 @@ use crate::scenario::FlowKind;
 use crate::units::{Bitrate, Duration, Time};
 use events::EventQueue;
 use media_flow::MediaFlow;
+use tcp_flow::TcpFlow;
+use crate::transport::tcp::{Ack, Segment};
+use crate::units::Bytes;
 use rand_chacha::ChaCha8Rng;
 
 pub use build::build_simulation;
@@ -39,6 +43,7 @@ pub struct FlowInfo {
 
 pub enum FlowState {
     Media(Box<MediaFlow>),
+    Tcp(Box<TcpFlow>),
 }
 
 pub struct Flow {
@@ -67,6 +72,9 @@ enum Event {
     Feedback(u32, Box<FeedbackReport>),
     RemoteEstimate(u32, Bitrate),
     Series,
+    TcpSenderTimer(u32),
+    TcpReceiverTimer(u32),
+    TcpAck(u32, Ack),
 }
 
 pub struct Simulation {
@@ -127,20 +135,30 @@ impl Simulation {
             Event::Feedback(f, r) => self.on_feedback(f, &r),
             Event::RemoteEstimate(f, r) => self.on_remote_estimate(f, r),
             Event::Series => self.on_series(),
+            Event::TcpSenderTimer(f) => self.on_tcp_sender_timer(f),
+            Event::TcpReceiverTimer(f) => self.on_tcp_receiver_timer(f),
+            Event::TcpAck(f, a) => self.on_tcp_ack(f, a),
         }
     }
 
     fn media(&mut self, f: u32) -> Option<&mut MediaFlow> {
         let flow = self.flows.get_mut(f as usize)?;
         if !flow.active { return None; }
-        match &mut flow.state { FlowState::Media(m) => Some(m) }
+        match &mut flow.state { FlowState::Media(m) => Some(m), FlowState::Tcp(_) => None }
+    }
+
+    fn tcp(&mut self, f: u32) -> Option<&mut TcpFlow> {
+        match &mut self.flows.get_mut(f as usize)?.state { FlowState::Tcp(t) => Some(t), FlowState::Media(_) => None }
     }
 
     fn on_flow_start(&mut self, f: u32) {
         let now = self.now;
         let flow = &mut self.flows[f as usize];
         flow.active = true;
-        let FlowState::Media(m) = &mut flow.state;
+        let m = match &mut flow.state {
+            FlowState::Media(m) => m,
+            FlowState::Tcp(_) => { self.tcp_transmit(f); return; }
+        };
         let u = m.controller.on_start(now, m.constraints);
         m.apply(now, u);
         let tick = m.controller.tick_interval();
@@ -157,8 +175,7 @@ impl Simulation {
         let now = self.now;
         let flow = &mut self.flows[f as usize];
         flow.active = false;
-        let FlowState::Media(m) = &mut flow.state;
-        m.receiver.finish(now);
+        if let FlowState::Media(m) = &mut flow.state { m.receiver.finish(now); }
     }
 
     fn on_frame(&mut self, f: u32) {
@@ -236,7 +253,16 @@ impl Simulation {
         flow.metrics.on_received(now, pkt.size, now - pkt.send_time, pkt.tx_start - pkt.enqueue_time);
         if record { self.packets.push(pkt.flow, pkt.seq, pkt.size, pkt.send_time, Some(now), false); }
         let ret = flow.ret_delay;
-        let FlowState::Media(m) = &mut flow.state;
+        let m = match &mut flow.state {
+            FlowState::Media(m) => m,
+            FlowState::Tcp(t) => {
+                let Payload::Tcp { seq, len, retransmit } = pkt.payload else { return };
+                let seg = Segment { seq, len: Bytes::new(len as i64), wire_size: pkt.size, is_retransmit: retransmit, send_time: pkt.send_time };
+                if let Some(ack) = t.receiver.on_segment(now, &seg) { self.events.push(now + ret, Event::TcpAck(pkt.flow, ack)); }
+                self.schedule_tcp_receiver(pkt.flow);
+                return;
+            }
+        };
         if let Payload::Media { frame, count, capture, .. } = pkt.payload {
             m.receiver.on_packet(now, frame, count, capture);
         }
@@ -252,7 +278,7 @@ impl Simulation {
         let now = self.now;
         let flow = &mut self.flows[f as usize];
         let ret = flow.ret_delay;
-        let FlowState::Media(m) = &mut flow.state;
+        let FlowState::Media(m) = &mut flow.state else { return };
         let interval = m.feedback.interval();
         if let Some(r) = m.feedback.on_timer(now) { self.events.push(now + ret, Event::Feedback(f, Box::new(r))); }
         // Keep reporting after the sender stopped, until everything in flight has arrived.
@@ -286,7 +312,7 @@ impl Simulation {
         let flow = &mut self.flows[f as usize];
         if !flow.active { return; }
         let ret = flow.ret_delay;
-        let FlowState::Media(m) = &mut flow.state;
+        let FlowState::Media(m) = &mut flow.state else { return };
         let Some(e) = m.estimator.as_mut() else { return };
         let report = e.on_tick(now);
         let d = e.tick_interval().max(Duration::from_ms(1));
@@ -329,9 +355,75 @@ impl Simulation {
                     let w = mf.pacer.cwnd();
                     s.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
                 }
+                FlowState::Tcp(t) => {
+                    s.target_kbps.push(f64::NAN);
+                    s.pacing_kbps.push(t.sender.pacing_rate().map_or(f64::NAN, |r| r.kbps_f64()));
+                    s.cwnd_bytes.push(t.sender.cwnd().as_f64());
+                }
             }
         }
         self.events.push(now + iv, Event::Series);
+    }
+
+    /// Send every segment the TCP sender allows now and re-arm its timer.
+    fn tcp_transmit(&mut self, f: u32) {
+        let now = self.now;
+        if !self.flows[f as usize].active { return; }
+        loop {
+            let Some(t) = self.tcp(f) else { return };
+            let Some(seg) = t.sender.poll_transmit(now) else { break };
+            let pkt = Packet {
+                flow: f, seq: seg.seq, size: seg.wire_size, send_time: now, enqueue_time: now, tx_start: now, probe_cluster: None,
+                payload: Payload::Tcp { seq: seg.seq, len: seg.len.get().clamp(0, u32::MAX as i64) as u32, retransmit: seg.is_retransmit },
+            };
+            self.send_into_network(pkt);
+        }
+        let Some(t) = self.tcp(f) else { return };
+        if let Some(at) = t.sender.next_timer() {
+            if t.sender_wake.is_none_or(|w| at < w) {
+                t.sender_wake = Some(at.max(now));
+                self.events.push(at.max(now), Event::TcpSenderTimer(f));
+            }
+        }
+    }
+
+    fn schedule_tcp_receiver(&mut self, f: u32) {
+        let Some(t) = self.tcp(f) else { return };
+        if let Some(at) = t.receiver.next_timer() {
+            if t.receiver_wake.is_none_or(|w| at < w) {
+                t.receiver_wake = Some(at);
+                self.events.push(at, Event::TcpReceiverTimer(f));
+            }
+        }
+    }
+
+    fn on_tcp_sender_timer(&mut self, f: u32) {
+        let now = self.now;
+        let active = self.flows[f as usize].active;
+        let Some(t) = self.tcp(f) else { return };
+        if t.sender_wake != Some(now) { return; }
+        t.sender_wake = None;
+        if !active { return; }
+        if t.sender.next_timer().is_some_and(|at| at <= now) { t.sender.on_timer(now); }
+        self.tcp_transmit(f);
+    }
+
+    fn on_tcp_receiver_timer(&mut self, f: u32) {
+        let now = self.now;
+        let ret = self.flows[f as usize].ret_delay;
+        let Some(t) = self.tcp(f) else { return };
+        if t.receiver_wake != Some(now) { return; }
+        t.receiver_wake = None;
+        if let Some(ack) = t.receiver.on_timer(now) { self.events.push(now + ret, Event::TcpAck(f, ack)); }
+        self.schedule_tcp_receiver(f);
+    }
+
+    fn on_tcp_ack(&mut self, f: u32, ack: Ack) {
+        let now = self.now;
+        if !self.flows[f as usize].active { return; }
+        let Some(t) = self.tcp(f) else { return };
+        t.sender.on_ack(now, &ack);
+        self.tcp_transmit(f);
     }
 
     /// End of run: close video statistics and log packets still in flight.
@@ -339,12 +431,10 @@ impl Simulation {
         self.finished = true;
         let end = self.end;
         for flow in &mut self.flows {
-            if flow.active {
-                let FlowState::Media(m) = &mut flow.state;
-                m.receiver.finish(end);
+            if let FlowState::Media(m) = &mut flow.state {
+                if flow.active { m.receiver.finish(end); }
+                flow.metrics.video = Some(m.receiver.stats);
             }
-            let FlowState::Media(m) = &flow.state;
-            flow.metrics.video = Some(m.receiver.stats);
         }
         if self.record_packets {
             // Packets still in the network: in the bottleneck queue, in service, or propagating.

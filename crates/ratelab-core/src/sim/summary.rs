@@ -67,7 +67,7 @@ impl Simulation {
             let thr = if active > Duration::ZERO { m.bytes_received.bits() as f64 / active.as_secs_f64() } else { 0.0 };
             delivered_bits += m.bytes_received.bits() as f64;
             let mean_cap = cap.mean_over(f.start, f.stop.min(end).max(f.start)).bps_f64();
-            let video = match &f.state { FlowState::Media(mf) => Some(m.video.unwrap_or(mf.receiver.stats)) };
+            let video = match &f.state { FlowState::Media(mf) => Some(m.video.unwrap_or(mf.receiver.stats)), FlowState::Tcp(_) => None };
             flows.push(FlowSummary {
                 id: f.info.id, label: f.info.label.clone(), kind: f.info.kind, controller: f.info.controller.clone(),
                 start_s: f.info.start_s, stop_s: f.info.stop_s,

@@ -1,21 +1,545 @@
-//! GCC (libwebrtc goog_cc). Work in progress: being written in its own branch.
+//! GCC — Google Congestion Control as in libwebrtc `goog_cc` (spec section 2).
+//!
+//! Components, one file each:
+//! * [`inter_arrival`] (2.3) → [`trendline`] (2.4, 2.5) → [`aimd`] (2.6) with
+//!   [`link_capacity`] (2.6.1), tied together in [`delay_based`];
+//! * [`acked_bitrate`] (2.7), [`probe`] (2.8), [`loss_v1`] (2.9.1, RTT backoff of 2.10, and the
+//!   send-side estimator that hosts [`loss_v2`], 2.9.2), [`alr`] (2.10), [`cwnd`] (2.10).
+//!
+//! [`Gcc`] runs them in the order of spec 2.1: per feedback RTT bookkeeping, ALR → acked
+//! bitrate, probe results, delay-based BWE, loss-based BWE, then target / pushback / pacing /
+//! probes; `on_tick` every 25 ms drives the probe timers and the loss-based update;
+//! `on_packet_sent` feeds the ALR detector and the in-flight count of the pushback controller.
+//!
+//! Profiles (2.13) are chosen by [`GccConfig::profile`].
+//!
+//! Simulator choices (spec 2.10 asks to record them): the congestion window is applied as
+//! *pushback on the target rate* (the lab's encoder does not drop frames), and — as in libwebrtc
+//! when pushback is on — the window itself is not handed to the pacer unless
+//! [`GccConfig::cwnd_to_pacer`] is set. RTT for AIMD is the per-feedback propagation RTT of 1.3
+//! (spec 2.2, no RTCP RR in the simulator) unless `on_rtt_update` supplies one. Losses reach
+//! the classic controller from the transport feedback, aggregated over 1 s as in libwebrtc's
+//! feedback-only mode. The rate evaluation (`MaybeTriggerOnNetworkChanged`) runs after every
+//! feedback, not only after feedbacks that changed the delay-based estimate, so that
+//! loss-based changes are emitted without waiting for the next 25 ms tick.
+
+pub mod acked_bitrate;
+pub mod aimd;
+pub mod alr;
+pub mod cwnd;
+pub mod delay_based;
+pub mod inter_arrival;
+pub mod link_capacity;
+pub mod loss_v1;
+pub mod loss_v2;
+pub mod probe;
+pub mod trendline;
+
+#[cfg(test)]
+mod tests;
 
 use super::BuildContext;
-use crate::controller::{Constraints, Controller, TransportFeedback, Update};
-use crate::units::Time;
+use crate::controller::{Constraints, Controller, Diagnostics, PacketResult, SentPacket, TransportFeedback, Update};
+use crate::units::{Bitrate, Bytes, Duration, Time};
+use acked_bitrate::AckedBitrateEstimator;
+use aimd::AimdConfig;
+use alr::AlrDetector;
+use cwnd::CongestionWindow;
+use delay_based::DelayBasedBwe;
+use loss_v1::SendSideBwe;
+use loss_v2::{LossBasedBweV2, LossV2Config, LossV2State};
+use probe::{LimitedCause, ProbeBitrateEstimator, ProbeController};
 use serde::{Deserialize, Serialize};
+use trendline::BandwidthUsage;
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GccConfig {}
-
-pub struct Gcc;
-
-impl Gcc {
-    pub fn new(_cfg: GccConfig, _cx: &BuildContext) -> Self { Gcc }
+/// Which libwebrtc generation to reproduce (spec 2.13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GccProfile {
+    /// Current libwebrtc: LossBasedBweV2, congestion window 350 ms with pushback, pacing 1.1×
+    /// after the first feedback, AIMD decrease with the −5 kbit/s term.
+    #[default]
+    Current,
+    /// WebRTC M84 (the Cross paper's ns-3 harness): classic loss control, no window, pacing
+    /// 2.5×, AIMD decrease without −5 kbit/s.
+    M84,
+    /// WebRTC M60 (LCC's baseline): as M84 (trendline delay estimator assumed, spec 2.13 ⚠).
+    M60,
 }
 
+/// GCC parameters. Every `Option` defaults to the profile's value when unset.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GccConfig {
+    /// `"current"` (default), `"m84"` or `"m60"` (spec 2.13).
+    pub profile: GccProfile,
+    /// Pacing rate / target after the first transport feedback. Unset: 1.1 for `current`,
+    /// 2.5 for `m84`/`m60` (spec 2.10, 2.13).
+    pub pacing_factor: Option<f64>,
+    /// Pacing rate / target before the first transport feedback (spec 2.10: 2.5).
+    pub initial_pacing_factor: f64,
+    /// Congestion window with pushback on/off. Unset: on for `current`, off for `m84`/`m60`.
+    pub cwnd: Option<bool>,
+    /// Queue time added to the min feedback RTT in the window (ms; spec 2.10: 350).
+    pub cwnd_queue_ms: f64,
+    /// Pushback never lowers the target below this (kbit/s; spec 2.10: 30), unless the
+    /// target itself is lower.
+    pub cwnd_min_pushback_kbps: f64,
+    /// Also send the window to the pacer (`Update::cwnd`). libwebrtc does not when pushback is
+    /// on (the pacer is then oblivious to the window), hence the default `false`.
+    pub cwnd_to_pacer: bool,
+    /// Use LossBasedBweV2 (2.9.2) instead of the classic loss controller (2.9.1).
+    /// Unset: on for `current`, off for `m84`/`m60`.
+    pub loss_v2: Option<bool>,
+    /// Subtract 5 kbit/s in AIMD decreases (2.6). Unset: on for `current`, off otherwise.
+    pub aimd_backoff_term: Option<bool>,
+    /// Any probing at all (initial, further, rapid recovery, ALR).
+    pub probing: bool,
+    /// Periodic ALR probing every 5 s at 2× (application opt-in in libwebrtc, spec 2.8).
+    pub alr_probing: bool,
+    /// Aggregation period of transport-feedback losses into the classic loss controller (ms).
+    /// libwebrtc's feedback-only mode uses 1000 ms (`kLossUpdateInterval`, the RTCP RR period).
+    pub loss_report_interval_ms: f64,
+    /// Trendline window in packet groups (spec 2.4: 20; 10…200 allowed by libwebrtc's trial).
+    pub trendline_window: usize,
+    /// RTT backoff of spec 2.10 (×0.8 per second when the corrected RTT exceeds 3 s).
+    pub rtt_backoff: bool,
+}
+
+impl Default for GccConfig {
+    fn default() -> Self {
+        GccConfig {
+            profile: GccProfile::Current,
+            pacing_factor: None,
+            initial_pacing_factor: 2.5,
+            cwnd: None,
+            cwnd_queue_ms: 350.0,
+            cwnd_min_pushback_kbps: 30.0,
+            cwnd_to_pacer: false,
+            loss_v2: None,
+            aimd_backoff_term: None,
+            probing: true,
+            alr_probing: false,
+            loss_report_interval_ms: 1000.0,
+            trendline_window: trendline::DEFAULT_WINDOW,
+            rtt_backoff: true,
+        }
+    }
+}
+
+/// Profile defaults resolved with the overrides.
+#[derive(Clone, Copy, Debug)]
+struct Resolved {
+    pacing_factor: f64,
+    initial_pacing_factor: f64,
+    cwnd: bool,
+    loss_v2: bool,
+    aimd_backoff_term: bool,
+}
+
+impl GccConfig {
+    fn resolve(&self) -> Resolved {
+        let current = self.profile == GccProfile::Current;
+        let sane = |v: f64, d: f64| if v.is_finite() && v > 0.0 { v } else { d };
+        Resolved {
+            pacing_factor: sane(self.pacing_factor.unwrap_or(if current { 1.1 } else { 2.5 }), if current { 1.1 } else { 2.5 }),
+            initial_pacing_factor: sane(self.initial_pacing_factor, 2.5),
+            cwnd: self.cwnd.unwrap_or(current),
+            loss_v2: self.loss_v2.unwrap_or(current),
+            aimd_backoff_term: self.aimd_backoff_term.unwrap_or(current),
+        }
+    }
+}
+
+/// The GCC controller.
+pub struct Gcc {
+    cfg: GccConfig,
+    r: Resolved,
+    loss_report_interval: Duration,
+    min_rate: Bitrate,
+    max_rate: Bitrate,
+    started: bool,
+    delay: DelayBasedBwe,
+    ssbe: SendSideBwe,
+    acked: AckedBitrateEstimator,
+    probe_ctrl: ProbeController,
+    probe_est: ProbeBitrateEstimator,
+    alr: AlrDetector,
+    cwnd: Option<CongestionWindow>,
+    first_feedback_seen: bool,
+    first_packet_sent: bool,
+    previously_in_alr: bool,
+    next_loss_update: Option<Time>,
+    lost_since_loss_update: i64,
+    expected_since_loss_update: i64,
+    // Last values that went through MaybeTriggerOnNetworkChanged.
+    last_loss_based_target: Bitrate,
+    last_pushback_target: Bitrate,
+    last_loss_state: LossV2State,
+    // Last values emitted in an `Update`.
+    emitted_target: Option<Bitrate>,
+    emitted_pacing: Option<Bitrate>,
+    emitted_padding: Option<Bitrate>,
+    emitted_cwnd: Option<Bytes>,
+    // Diagnostics.
+    last_acked: Option<Bitrate>,
+    last_probe_result: Option<Bitrate>,
+    last_rtt_prop: Option<Duration>,
+    /// Scratch buffer: received packets sorted by arrival (reused, no per-feedback allocation).
+    scratch: Vec<PacketResult>,
+}
+
+impl Gcc {
+    pub fn new(cfg: GccConfig, _cx: &BuildContext) -> Self {
+        let r = cfg.resolve();
+        let aimd = AimdConfig { subtract_additional_backoff: r.aimd_backoff_term, double_response_time: true };
+        let v2 = r.loss_v2.then(|| LossBasedBweV2::new(LossV2Config::default()));
+        let cwnd = r.cwnd.then(|| {
+            let q = if cfg.cwnd_queue_ms.is_finite() { cfg.cwnd_queue_ms.clamp(0.0, 10_000.0) } else { 350.0 };
+            let m = if cfg.cwnd_min_pushback_kbps.is_finite() { cfg.cwnd_min_pushback_kbps.max(0.0) } else { 30.0 };
+            CongestionWindow::new(Duration::from_ms_f64(q), Bitrate::from_kbps_f64(m))
+        });
+        let lri = if cfg.loss_report_interval_ms.is_finite() { cfg.loss_report_interval_ms.clamp(0.0, 60_000.0) } else { 1000.0 };
+        let c = Constraints::default();
+        Gcc {
+            loss_report_interval: Duration::from_ms_f64(lri),
+            r,
+            min_rate: c.min_rate,
+            max_rate: c.max_rate,
+            started: false,
+            delay: DelayBasedBwe::new(aimd, cfg.trendline_window.clamp(2, 200)),
+            ssbe: SendSideBwe::new(v2, cfg.rtt_backoff),
+            acked: AckedBitrateEstimator::default(),
+            probe_ctrl: ProbeController::new(cfg.probing, cfg.alr_probing),
+            probe_est: ProbeBitrateEstimator::default(),
+            alr: AlrDetector::default(),
+            cwnd,
+            first_feedback_seen: false,
+            first_packet_sent: false,
+            previously_in_alr: false,
+            next_loss_update: None,
+            lost_since_loss_update: 0,
+            expected_since_loss_update: 0,
+            last_loss_based_target: Bitrate::ZERO,
+            last_pushback_target: Bitrate::ZERO,
+            last_loss_state: LossV2State::DelayBasedEstimate,
+            emitted_target: None,
+            emitted_pacing: None,
+            emitted_padding: None,
+            emitted_cwnd: None,
+            last_acked: None,
+            last_probe_result: None,
+            last_rtt_prop: None,
+            scratch: Vec::with_capacity(256),
+            cfg,
+        }
+    }
+
+    fn apply_constraints(&mut self, c: &Constraints) {
+        let min = c.min_rate.max(loss_v1::MIN_BITRATE_FLOOR);
+        let max = if c.max_rate.is_zero() { Bitrate::INFINITY } else { c.max_rate.max(min) };
+        self.min_rate = min;
+        self.max_rate = max;
+        self.delay.set_min_max(min, max);
+        self.ssbe.set_min_max(min, max);
+        self.probe_ctrl.set_max_bitrate(max);
+    }
+
+    fn pacing_factor(&self) -> f64 {
+        if self.first_feedback_seen { self.r.pacing_factor } else { self.r.initial_pacing_factor }
+    }
+
+    /// Why the estimate is limited (for the probe controller, 2.8).
+    fn limited_cause(&self) -> LimitedCause {
+        if self.ssbe.is_rtt_above_limit() {
+            return LimitedCause::RttBackoff;
+        }
+        match self.ssbe.loss_state() {
+            LossV2State::Increasing | LossV2State::IncreaseUsingPadding => LimitedCause::LossLimitedIncreasing,
+            LossV2State::Decreasing => LimitedCause::LossLimited,
+            LossV2State::DelayBasedEstimate => {
+                if self.delay.state() == BandwidthUsage::Overusing {
+                    LimitedCause::DelayLimitedDelayIncreased
+                } else {
+                    LimitedCause::DelayLimited
+                }
+            }
+        }
+    }
+
+    /// `MaybeTriggerOnNetworkChanged` (2.10): pushback, ALR budget, probe decisions, pacing.
+    fn maybe_trigger(&mut self, now: Time, up: &mut Update) {
+        let loss_target = self.ssbe.target();
+        let state = self.ssbe.loss_state();
+        let mut pushback_target = loss_target;
+        if let Some(cw) = self.cwnd.as_mut() {
+            pushback_target = cw.pushback(loss_target).max(self.ssbe.min_bitrate());
+        }
+        if loss_target != self.last_loss_based_target || pushback_target != self.last_pushback_target || state != self.last_loss_state {
+            self.last_loss_based_target = loss_target;
+            self.last_pushback_target = pushback_target;
+            self.last_loss_state = state;
+            self.alr.set_estimated_bitrate(loss_target);
+            let cause = self.limited_cause();
+            let probes = self.probe_ctrl.set_estimated_bitrate(loss_target, cause, now);
+            self.add_probes(up, probes);
+        }
+        self.emit_rates(up);
+    }
+
+    fn add_probes(&mut self, up: &mut Update, probes: Vec<crate::controller::ProbeCluster>) {
+        for p in &probes {
+            self.probe_est.register(p);
+        }
+        up.probes.extend(probes);
+    }
+
+    /// Put target / pacing / padding / window into `up` where they changed.
+    fn emit_rates(&mut self, up: &mut Update) {
+        let target = clamp_rate(self.last_pushback_target, self.min_rate, self.max_rate);
+        let pacing_base = self.last_loss_based_target;
+        let pacing = clamp_rate(pacing_base.scale(self.pacing_factor()), Bitrate::from_bps(1), Bitrate::INFINITY);
+        let mut padding = if self.last_loss_state == LossV2State::IncreaseUsingPadding { self.last_loss_based_target } else { Bitrate::ZERO };
+        padding = padding.min(self.last_pushback_target).max(Bitrate::ZERO);
+        if self.emitted_target != Some(target) {
+            self.emitted_target = Some(target);
+            up.target_rate = Some(target);
+        }
+        if self.emitted_pacing != Some(pacing) {
+            self.emitted_pacing = Some(pacing);
+            up.pacing_rate = Some(pacing);
+        }
+        if self.emitted_padding != Some(padding) {
+            self.emitted_padding = Some(padding);
+            up.padding_rate = Some(padding);
+        }
+        if self.cfg.cwnd_to_pacer {
+            if let Some(w) = self.cwnd.as_ref().and_then(|c| c.window()) {
+                if self.emitted_cwnd != Some(w) {
+                    self.emitted_cwnd = Some(w);
+                    up.cwnd = Some(w);
+                }
+            }
+        }
+    }
+
+    fn update_cwnd(&mut self) {
+        let target = self.last_loss_based_target;
+        if let Some(cw) = self.cwnd.as_mut() {
+            if cw.has_rtt() {
+                cw.update_window(target);
+            }
+        }
+    }
+}
+
+fn clamp_rate(r: Bitrate, lo: Bitrate, hi: Bitrate) -> Bitrate { r.max(lo).min(hi.max(lo)) }
+
 impl Controller for Gcc {
-    fn on_start(&mut self, _now: Time, c: Constraints) -> Update { Update::rates(c.start_rate, 2.5) }
-    fn on_feedback(&mut self, _fb: &TransportFeedback) -> Update { Update::default() }
+    fn on_start(&mut self, now: Time, c: Constraints) -> Update {
+        let mut up = Update::default();
+        self.apply_constraints(&c);
+        let start = clamp_rate(c.start_rate, self.min_rate, self.max_rate);
+        self.delay.set_start_bitrate(start);
+        self.ssbe.set_bitrates(Some(start), self.min_rate, self.max_rate, now);
+        self.started = true;
+        // Initial exponential probing at 3× and 6× the start rate (2.8, 2.11).
+        let probes = self.probe_ctrl.on_network_available(now, start);
+        self.add_probes(&mut up, probes);
+        self.maybe_trigger(now, &mut up);
+        up
+    }
+
+    fn on_packet_sent(&mut self, p: &SentPacket) -> Update {
+        let mut up = Update::default();
+        self.alr.on_bytes_sent(p.size, p.send_time);
+        self.acked.set_alr(self.alr.in_alr());
+        if !self.first_packet_sent {
+            self.first_packet_sent = true;
+            self.ssbe.update_estimate(p.send_time);
+        }
+        self.ssbe.on_sent_packet(p.send_time);
+        if let Some(cw) = self.cwnd.as_mut() {
+            cw.set_outstanding(p.data_in_flight);
+            if self.started {
+                self.maybe_trigger(p.send_time, &mut up);
+            }
+        }
+        up
+    }
+
+    fn on_feedback(&mut self, fb: &TransportFeedback) -> Update {
+        let mut up = Update::default();
+        if fb.packets.is_empty() || !self.started {
+            return up;
+        }
+        let now = fb.feedback_time;
+        self.first_feedback_seen = true;
+        if let Some(cw) = self.cwnd.as_mut() {
+            cw.set_outstanding(fb.data_in_flight);
+        }
+
+        // 1. RTT bookkeeping (2.1, 1.3).
+        let mut max_recv: Option<Time> = None;
+        for p in fb.received() {
+            if let Some(r) = p.recv_time {
+                max_recv = Some(max_recv.map_or(r, |m| m.max(r)));
+            }
+        }
+        if let Some(max_recv) = max_recv {
+            let mut max_fb_rtt = Duration::from_us(i64::MIN / 4);
+            let mut min_prop_rtt = Duration::MAX;
+            for p in fb.received() {
+                let Some(r) = p.recv_time else { continue };
+                let fb_rtt = now - p.sent.send_time;
+                let prop = fb_rtt - (max_recv - r);
+                max_fb_rtt = max_fb_rtt.max(fb_rtt);
+                min_prop_rtt = min_prop_rtt.min(prop);
+            }
+            let min_prop_rtt = min_prop_rtt.max(Duration::ZERO);
+            if let Some(cw) = self.cwnd.as_mut() {
+                cw.on_feedback_max_rtt(max_fb_rtt);
+            }
+            self.ssbe.update_propagation_rtt(now, min_prop_rtt);
+            self.ssbe.update_rtt(min_prop_rtt);
+            self.delay.set_rtt(min_prop_rtt);
+            self.last_rtt_prop = Some(min_prop_rtt);
+        }
+
+        // Loss reports for the classic controller (feedback-only mode, aggregated).
+        self.expected_since_loss_update += fb.packets.len() as i64;
+        self.lost_since_loss_update += fb.lost().count() as i64;
+        if self.next_loss_update.is_none_or(|t| now > t) {
+            self.next_loss_update = Some(now + self.loss_report_interval);
+            self.ssbe.update_packets_lost(self.lost_since_loss_update, self.expected_since_loss_update, now);
+            self.lost_since_loss_update = 0;
+            self.expected_since_loss_update = 0;
+        }
+
+        // 2. ALR state → acked-bitrate estimator.
+        let alr_start = self.alr.alr_start_time();
+        if self.previously_in_alr && alr_start.is_none() {
+            self.acked.set_alr_ended_time(now);
+            self.probe_ctrl.set_alr_ended(now);
+        }
+        self.previously_in_alr = alr_start.is_some();
+        let in_alr = alr_start.is_some();
+
+        // 3. Acked bitrate from packets sorted by arrival.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend(fb.packets.iter().filter(|p| p.received()).copied());
+        scratch.sort_by_key(|p| (p.recv_time, p.sent.seq));
+        self.acked.incoming(&scratch);
+        let acked = self.acked.bitrate();
+        self.last_acked = acked;
+        self.ssbe.set_acknowledged_rate(acked);
+
+        // 4. Probe results.
+        for p in scratch.iter().filter(|p| p.sent.probe_cluster.is_some()) {
+            self.probe_est.handle(p);
+        }
+        let mut probe_rate = self.probe_est.fetch_and_reset();
+        if let (Some(pr), Some(a)) = (probe_rate, acked) {
+            // A probe below the current estimate is raised to min(A_delay, 0.85·R̂) (2.8).
+            let limit = self.delay.last_estimate().min(a.scale(0.85));
+            probe_rate = Some(pr.max(limit));
+        }
+        if probe_rate.is_some() {
+            self.last_probe_result = probe_rate;
+        }
+
+        // 5. Delay-based BWE.
+        let res = self.delay.incoming(&scratch, now, acked, probe_rate);
+        self.scratch = scratch;
+        if res.updated {
+            if res.probe {
+                self.ssbe.set_send_bitrate(res.target, now);
+            }
+            self.ssbe.update_delay_based_estimate(now, res.target);
+        }
+
+        // 6. Loss-based BWE.
+        self.ssbe.update_loss_based_estimator(&fb.packets, in_alr, now);
+
+        // 7. Target, pushback, pacing, probes.
+        self.maybe_trigger(now, &mut up);
+        if res.recovered_from_overuse {
+            self.probe_ctrl.set_alr_start(alr_start);
+            let probes = self.probe_ctrl.request_probe(now);
+            self.add_probes(&mut up, probes);
+        }
+        if max_recv.is_some() {
+            self.update_cwnd();
+        }
+        self.emit_rates(&mut up);
+        up
+    }
+
+    fn on_tick(&mut self, now: Time) -> Update {
+        let mut up = Update::default();
+        if !self.started {
+            return up;
+        }
+        self.ssbe.update_estimate(now);
+        self.probe_ctrl.set_alr_start(self.alr.alr_start_time());
+        let probes = self.probe_ctrl.process(now);
+        self.add_probes(&mut up, probes);
+        self.update_cwnd();
+        self.maybe_trigger(now, &mut up);
+        up
+    }
+
+    fn on_rtt_update(&mut self, _now: Time, rtt: Duration) -> Update {
+        self.delay.set_rtt(rtt);
+        self.ssbe.update_rtt(rtt);
+        Update::default()
+    }
+
+    fn on_constraints(&mut self, now: Time, c: Constraints) -> Update {
+        self.apply_constraints(&c);
+        let mut up = Update::default();
+        if self.started {
+            // Re-clamp the current estimates (the start rate only matters at on_start).
+            self.ssbe.update_estimate(now);
+            self.maybe_trigger(now, &mut up);
+        }
+        up
+    }
+
+    fn on_remote_estimate(&mut self, now: Time, rate: Bitrate) -> Update {
+        let mut up = Update::default();
+        self.ssbe.update_receiver_estimate(now, rate);
+        if self.started {
+            self.maybe_trigger(now, &mut up);
+        }
+        up
+    }
+
+    fn diagnostics(&self, out: &mut Diagnostics) {
+        let tl = self.delay.trendline();
+        // Unknown values are reported as 0 so that every value is finite.
+        let kbps = |r: Bitrate| if r.is_finite() { r.kbps_f64() } else { 0.0 };
+        out.push(("target_kbps", kbps(self.last_pushback_target)));
+        out.push(("loss_estimate_kbps", kbps(self.ssbe.target())));
+        out.push(("delay_estimate_kbps", kbps(self.delay.last_estimate())));
+        out.push(("acked_rate_kbps", self.last_acked.map_or(0.0, kbps)));
+        out.push(("probe_result_kbps", self.last_probe_result.map_or(0.0, kbps)));
+        out.push(("trend", tl.trend()));
+        out.push(("modified_trend", tl.modified_trend()));
+        out.push(("threshold", tl.threshold()));
+        out.push(("detector_state", tl.state().as_f64()));
+        out.push(("aimd_state", self.delay.aimd().state().as_f64()));
+        out.push(("link_capacity_kbps", self.delay.aimd().capacity().estimate().map_or(0.0, kbps)));
+        out.push(("loss_v2_state", self.ssbe.loss_state().as_f64()));
+        out.push(("fraction_loss", f64::from(self.ssbe.fraction_loss()) / 256.0));
+        if let Some(v2) = self.ssbe.v2() {
+            out.push(("loss_v2_avg_loss", v2.average_loss()));
+            out.push(("loss_v2_inherent_loss", v2.inherent_loss()));
+        }
+        out.push(("rtt_ms", self.last_rtt_prop.map_or(0.0, |r| r.as_ms_f64())));
+        out.push(("in_alr", if self.alr.in_alr() { 1.0 } else { 0.0 }));
+        out.push(("pushback_ratio", self.cwnd.as_ref().map_or(1.0, |c| c.ratio())));
+        out.push(("cwnd_bytes", self.cwnd.as_ref().and_then(|c| c.window()).map_or(0.0, |w| w.as_f64())));
+    }
 }
