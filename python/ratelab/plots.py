@@ -36,7 +36,7 @@ def plot_run(run: RunResult, png_path: str | Path, title: str = "") -> Path | No
         t = s["t_s"][m]
         label = f.get("label") or f"flow {f['id']}"
         if f.get("kind") == "tcp":
-            line = ax_rate.plot(t, _smooth(t, s["recv_kbps"][m]) / 1000, lw=1, label=f"{label} (TCP, received)")
+            line = ax_rate.plot(t, _smooth(t, s["recv_kbps"][m]) / 1000, lw=1, label=f"{label} received" if "tcp" in label.lower() else f"{label} (TCP) received")
         else:
             line = ax_rate.plot(t, s["target_kbps"][m] / 1000, lw=1.2, label=f"{label} target")
         ax_owd.plot(t, s["owd_ms"][m], lw=0.8, color=line[0].get_color(), label=label)
