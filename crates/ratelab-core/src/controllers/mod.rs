@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
 
+pub mod common;
 pub mod fixed;
 pub mod gcc;
 pub mod oracle;
@@ -98,6 +99,57 @@ pub fn parse_params<T: DeserializeOwned + Default>(v: &serde_json::Value) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::{Constraints, PacketResult, SentPacket, TransportFeedback, Update};
+    use crate::units::{Bytes, Duration};
+    use proptest::prelude::*;
+
+    /// Apply an update to the rates a sender would hold.
+    fn track(rates: &mut (Bitrate, Bitrate), u: &Update) {
+        if let Some(t) = u.target_rate { rates.0 = t; }
+        if let Some(p) = u.pacing_rate { rates.1 = p; }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        /// Every registered controller keeps finite rates within its constraints (target) under
+        /// arbitrary feedback: random delays, losses, gaps and batch sizes.
+        #[test]
+        fn every_controller_keeps_rates_finite_and_bounded(
+            steps in proptest::collection::vec((1u32..40, 0u32..400, 0u8..100, 0u32..300, any::<bool>()), 1..120),
+            seed in any::<u64>(),
+        ) {
+            for e in registry() {
+                let mut cx = BuildContext::new(seed);
+                cx.fair_share = Some(Arc::new(|_| Bitrate::from_kbps(1500)));
+                let mut built = build(e.name, &serde_json::Value::Null, &cx).unwrap();
+                let c = Constraints { min_rate: Bitrate::from_kbps(50), max_rate: Bitrate::from_kbps(4000), start_rate: Bitrate::from_kbps(300) };
+                let mut now = Time::from_ms(1000);
+                let mut rates = (c.start_rate, c.start_rate);
+                let u = built.sender.on_start(now, c);
+                track(&mut rates, &u);
+                let mut seq = 0u64;
+                for (npk, delay_ms, loss_pct, gap_ms, tick) in &steps {
+                    let mut pkts = Vec::new();
+                    for i in 0..*npk {
+                        let send = now + Duration::from_ms(i as i64);
+                        let sp = SentPacket { seq, size: Bytes::new(1200), send_time: send, probe_cluster: None, is_padding: false, data_in_flight: Bytes::new(1200 * (i as i64 + 1)) };
+                        seq += 1;
+                        let u = built.sender.on_packet_sent(&sp);
+                        track(&mut rates, &u);
+                        let lost = (seq * 37 % 100) < *loss_pct as u64;
+                        pkts.push(PacketResult { sent: sp, recv_time: (!lost).then(|| send + Duration::from_ms(*delay_ms as i64 + 20)) });
+                    }
+                    now += Duration::from_ms(*gap_ms as i64 + *delay_ms as i64 + 40);
+                    let fb = TransportFeedback { feedback_time: now, report_time: Some(now - Duration::from_ms(10)), packets: pkts, ..Default::default() };
+                    let u = built.sender.on_feedback(&fb);
+                    track(&mut rates, &u);
+                    if *tick { let u = built.sender.on_tick(now); track(&mut rates, &u); }
+                    prop_assert!(rates.0.bps() >= c.min_rate.bps() && rates.0.bps() <= c.max_rate.bps(), "{}: target {:?}", e.name, rates.0);
+                    prop_assert!(rates.1.is_finite() && rates.1.bps() > 0, "{}: pacing {:?}", e.name, rates.1);
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_entry_builds_with_defaults_and_rejects_unknown_params() {

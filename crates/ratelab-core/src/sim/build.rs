@@ -150,7 +150,7 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
                     pause_allowed: mc.encoder_pause,
                     queue_time_limit: limit_t,
                     pacer_wake: None,
-                    include_report_time: false,
+                    include_report_time: true,
                 }))
             }
             FlowKind::Tcp => {
