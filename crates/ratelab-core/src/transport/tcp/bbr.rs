@@ -521,7 +521,7 @@ impl WindowCongestionControl for Bbr {
     }
 
     fn on_rto(&mut self, ev: &RtoEvent) {
-        if ev.consecutive <= 1 {
+        if ev.reduces_ssthresh() {
             self.save_cwnd();
         }
         self.cwnd = self.smss;
@@ -700,7 +700,7 @@ mod tests {
         b.on_ack(&sample(300, MSS, 10 * MSS, 100 * MSS, CaState::Recovery));
         assert_eq!(b.cwnd(), Bytes::new(40 * MSS));
         // A timeout collapses to one segment and keeps the window to restore.
-        b.on_rto(&RtoEvent { now: Time::from_ms(400), flight_size: Bytes::new(40 * MSS), consecutive: 1 });
+        b.on_rto(&RtoEvent { now: Time::from_ms(400), flight_size: Bytes::new(40 * MSS), consecutive: 1, during_recovery: false });
         assert_eq!(b.cwnd(), Bytes::new(MSS));
         assert!(!b.wants_recovery_inflation());
     }

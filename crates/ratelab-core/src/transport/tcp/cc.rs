@@ -101,6 +101,18 @@ pub struct RtoEvent {
     /// 1 for the first timeout of a back-off series, 2 for the next without progress, …
     /// (RFC 5681: ssthresh is only reduced on the first).
     pub consecutive: u32,
+    /// The timeout interrupted a fast recovery, which already reduced `ssthresh` for this
+    /// window of data.
+    pub during_recovery: bool,
+}
+
+impl RtoEvent {
+    /// Whether this timeout should set a new `ssthresh` (and save the window to restore): only
+    /// the first timeout of a series (RFC 5681), and not one that interrupts a fast recovery
+    /// (Linux `tcp_enter_loss` keeps the `ssthresh` of the recovery then; RFC 5681's
+    /// `FlightSize/2` would be taken over everything sent during the recovery, SACKed data
+    /// included, and can exceed the window that caused the loss).
+    pub fn reduces_ssthresh(&self) -> bool { self.consecutive <= 1 && !self.during_recovery }
 }
 
 /// A window-based congestion controller driven by a [`super::TcpSender`].

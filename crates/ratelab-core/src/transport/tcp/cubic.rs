@@ -14,7 +14,8 @@
 //!   the previous `W_max`, else `W_max = cwnd`), `cwnd_prior = cwnd`,
 //!   `ssthresh = max(β·cwnd, 2·SMSS)`, `cwnd = ssthresh`; the next ACK in congestion avoidance
 //!   starts a new epoch;
-//! * timeout (§4.8): `ssthresh` as on a congestion event (first timeout of a series only),
+//! * timeout (§4.8): `ssthresh` as on a congestion event (first timeout of a series only, and
+//!   not one that interrupts a fast recovery),
 //!   `cwnd = 1·SMSS`, and the first epoch afterwards uses `K = 0`, `W_max = cwnd_epoch`;
 //! * slow start: RFC 5681 (`cwnd += min(N, SMSS)`), or RFC 9406 HyStart++ when
 //!   [`super::TcpConfig::hystart`] is on (off by default); a HyStart++ exit enters congestion
@@ -283,7 +284,7 @@ impl WindowCongestionControl for Cubic {
     }
 
     fn on_rto(&mut self, ev: &RtoEvent) {
-        if ev.consecutive <= 1 {
+        if ev.reduces_ssthresh() {
             self.cwnd_prior = self.cwnd_segments();
             self.ssthresh = ((self.cwnd as f64 * BETA).round() as i64).max(2 * self.smss);
         }
@@ -463,11 +464,11 @@ mod tests {
     fn timeout_collapses_and_next_epoch_has_k_zero() {
         let mut c = Cubic::new(Bytes::new(MSS), 100, false);
         loss(&mut c);
-        c.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(70_000), consecutive: 1 });
+        c.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(70_000), consecutive: 1, during_recovery: false });
         assert_eq!(c.cwnd(), Bytes::new(MSS));
         assert_eq!(c.ssthresh(), Bytes::new(49_000));
         // A backed-off second timeout keeps ssthresh.
-        c.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(MSS), consecutive: 2 });
+        c.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(MSS), consecutive: 2, during_recovery: false });
         assert_eq!(c.ssthresh(), Bytes::new(49_000));
         // Slow start back to ssthresh (one SMSS per ACK) ...
         let mut now = Time::from_secs_f64(1.0);

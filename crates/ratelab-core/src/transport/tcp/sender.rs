@@ -506,7 +506,7 @@ impl TcpSender {
         }
         self.consecutive_rtos = self.consecutive_rtos.saturating_add(1);
         self.stats.timeouts += 1;
-        self.cc.on_rto(&RtoEvent { now, flight_size: self.flight_size(), consecutive: self.consecutive_rtos });
+        self.cc.on_rto(&RtoEvent { now, flight_size: self.flight_size(), consecutive: self.consecutive_rtos, during_recovery: self.state == CaState::Recovery });
         // Go back: everything not SACKed is lost; the first segment is retransmitted even if
         // SACKed, in case the receiver reneged (RFC 6675 §5.1, RFC 2018).
         for idx in self.una_idx..self.nxt_idx() {

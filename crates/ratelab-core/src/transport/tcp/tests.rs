@@ -509,7 +509,7 @@ proptest! {
                         });
                     }
                     CcEvent::Loss { flight } => { recovering = true; cc.on_congestion_event(&CongestionEvent { now, flight_size: Bytes::new(flight), in_flight: Bytes::new(flight / 2), lost: Bytes::new(1448) }) }
-                    CcEvent::Rto { flight, consecutive } => { recovering = false; cc.on_rto(&RtoEvent { now, flight_size: Bytes::new(flight), consecutive }) }
+                    CcEvent::Rto { flight, consecutive } => { let during_recovery = std::mem::take(&mut recovering); cc.on_rto(&RtoEvent { now, flight_size: Bytes::new(flight), consecutive, during_recovery }) }
                     CcEvent::Exit => { recovering = false; cc.on_recovery_exit(now) }
                     CcEvent::Sent { bytes } => cc.on_packet_sent(now, Bytes::new(bytes), Bytes::new(bytes)),
                 }

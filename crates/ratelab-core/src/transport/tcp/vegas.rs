@@ -171,7 +171,7 @@ impl WindowCongestionControl for Vegas {
     }
 
     fn on_rto(&mut self, ev: &RtoEvent) {
-        if ev.consecutive <= 1 {
+        if ev.reduces_ssthresh() {
             self.ssthresh = self.reduced_ssthresh(ev.flight_size);
         }
         self.cwnd = self.smss;
@@ -340,7 +340,7 @@ mod tests {
         // No change during recovery.
         d.ack_in(200, true, CaState::Recovery);
         assert_eq!(d.v.cwnd(), Bytes::new(15 * MSS));
-        d.v.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(10 * MSS), consecutive: 1 });
+        d.v.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(10 * MSS), consecutive: 1, during_recovery: false });
         assert_eq!((d.v.cwnd(), d.v.ssthresh()), (Bytes::new(MSS), Bytes::new(5 * MSS)));
         // After the timeout: Reno slow start while the sender is in Loss.
         d.ack_in(200, true, CaState::Loss);
