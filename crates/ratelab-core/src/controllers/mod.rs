@@ -10,6 +10,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 pub mod common;
+pub mod dcrc;
 pub mod fixed;
 pub mod gcc;
 pub mod oracle;
@@ -55,6 +56,18 @@ pub fn registry() -> &'static [Entry] {
             summary: "Google Congestion Control as in current libwebrtc goog_cc (profiles: current, m84, m60)",
             defaults: defaults_of::<gcc::GccConfig>,
             build: |p, cx| Ok(Built::sender(gcc::Gcc::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "dcrc",
+            summary: "DCRC shadow-price rate control (paper 003), literal Eq. 18 price update (delay target cancels)",
+            defaults: defaults_of::<dcrc::DcrcConfig>,
+            build: |p, _| Ok(Built::sender(dcrc::Dcrc::new(parse_params(p)?, dcrc::DcrcVariant::Literal))),
+        },
+        Entry {
+            name: "dcrc-pi",
+            summary: "DCRC shadow-price rate control (paper 003) with a PI price update holding queuing delay at 200 ms",
+            defaults: defaults_of::<dcrc::DcrcConfig>,
+            build: |p, _| Ok(Built::sender(dcrc::Dcrc::new(parse_params(p)?, dcrc::DcrcVariant::Pi))),
         },
         Entry {
             name: "fixed",
