@@ -9,11 +9,13 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
 
+pub mod aimd;
 pub mod common;
 pub mod dcrc;
 pub mod fixed;
 pub mod gcc;
 pub mod oracle;
+pub mod tfrc;
 
 /// What the driver offers a controller at construction.
 #[derive(Clone)]
@@ -68,6 +70,18 @@ pub fn registry() -> &'static [Entry] {
             summary: "DCRC shadow-price rate control (paper 003) with a PI price update holding queuing delay at 200 ms",
             defaults: defaults_of::<dcrc::DcrcConfig>,
             build: |p, _| Ok(Built::sender(dcrc::Dcrc::new(parse_params(p)?, dcrc::DcrcVariant::Pi))),
+        },
+        Entry {
+            name: "tfrc",
+            summary: "TCP-friendly rate control, RFC 5348 (equation-based; paper 003's baseline)",
+            defaults: defaults_of::<tfrc::TfrcConfig>,
+            build: |p, _| Ok(Built::sender(tfrc::Tfrc::new(parse_params(p)?))),
+        },
+        Entry {
+            name: "aimd",
+            summary: "TCP-like rate control: +1 packet per RTT, halve on a loss event (paper 003's \"CTCP\")",
+            defaults: defaults_of::<aimd::AimdConfig>,
+            build: |p, _| Ok(Built::sender(aimd::Aimd::new(parse_params(p)?))),
         },
         Entry {
             name: "fixed",
