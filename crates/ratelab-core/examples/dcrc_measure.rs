@@ -78,6 +78,10 @@ fn main() {
                     print(&format!("{c}, one-way {owd} ms"), &run(c, json!({}), 1000.0, 0.01, owd, 1000.0));
                 }
             }
+            // TFRC with the equation's s fixed at a full packet instead of the mean packet size
+            for owd in [10.0, 50.0, 100.0, 200.0, 300.0] {
+                print(&format!("tfrc s=1240 B, one-way {owd} ms"), &run("tfrc", json!({"segment_bytes": 1240}), 1000.0, 0.01, owd, 1000.0));
+            }
         }
         "bw" => {
             header();

@@ -51,7 +51,7 @@ impl RdCurve {
     /// PSNR of a frame coded at the equivalent stream rate `rate`, clamped to the model's range.
     pub fn psnr(&self, rate: Bitrate) -> f64 {
         let kbps = rate.kbps_f64();
-        if !(kbps > 0.0) { return PSNR_UNRELATED; }
+        if kbps.is_nan() || kbps <= 0.0 { return PSNR_UNRELATED; }
         let v = self.a + self.b * kbps.ln();
         if v.is_finite() { v.clamp(PSNR_UNRELATED, PSNR_MAX) } else { PSNR_UNRELATED }
     }
