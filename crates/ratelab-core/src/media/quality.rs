@@ -21,7 +21,8 @@
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use serde::{Deserialize, Serialize};
 
-/// PSNR of identical frames, the cap libwebrtc's video metrics use (`kPerfectPSNR = 48`).
+/// PSNR of identical frames, the cap libwebrtc's video metrics use (its `video_metrics` test:
+/// `kPsnrPerfectResult = 48.0`).
 pub const PSNR_MAX: f64 = 48.0;
 /// Assumed PSNR between two adjacent source frames (30 fps), dB. OUR ASSUMPTION.
 pub const PSNR_ADJACENT: f64 = 25.0;
