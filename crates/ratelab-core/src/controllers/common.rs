@@ -51,6 +51,10 @@ pub struct RateMeter {
 impl RateMeter {
     pub fn new(window: Duration) -> Self { RateMeter { window, samples: VecDeque::new(), sum: Bytes::ZERO } }
 
+    /// Change the window (e.g. to follow a smoothed RTT); takes effect at the next `add`/`rate`.
+    pub fn set_window(&mut self, window: Duration) { self.window = window.max(Duration::from_us(1)); }
+    pub fn window(&self) -> Duration { self.window }
+
     pub fn add(&mut self, now: Time, size: Bytes) {
         self.samples.push_back((now, size));
         self.sum += size;

@@ -9,13 +9,16 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
 
+pub mod aimd;
 pub mod common;
 pub mod copa;
+pub mod dcrc;
 pub mod fixed;
 pub mod gcc;
 pub mod nada;
 pub mod oracle;
 pub mod scream;
+pub mod tfrc;
 pub mod vivace;
 
 /// What the driver offers a controller at construction.
@@ -92,6 +95,30 @@ pub fn registry() -> &'static [Entry] {
             summary: "SCReAM (RFC 8298): self-clocked LEDBAT-like window plus media-rate control on the RTP queue",
             defaults: defaults_of::<scream::ScreamConfig>,
             build: |p, _| Ok(Built::sender(scream::Scream::new(parse_params(p)?))),
+        },
+        Entry {
+            name: "dcrc",
+            summary: "DCRC shadow-price rate control (paper 003), literal Eq. 18 price update (delay target cancels)",
+            defaults: defaults_of::<dcrc::DcrcConfig>,
+            build: |p, _| Ok(Built::sender(dcrc::Dcrc::new(parse_params(p)?, dcrc::DcrcVariant::Literal))),
+        },
+        Entry {
+            name: "dcrc-pi",
+            summary: "DCRC shadow-price rate control (paper 003) with a PI price update holding queuing delay at 200 ms",
+            defaults: defaults_of::<dcrc::DcrcConfig>,
+            build: |p, _| Ok(Built::sender(dcrc::Dcrc::new(parse_params(p)?, dcrc::DcrcVariant::Pi))),
+        },
+        Entry {
+            name: "tfrc",
+            summary: "TCP-friendly rate control, RFC 5348 (equation-based; paper 003's baseline)",
+            defaults: defaults_of::<tfrc::TfrcConfig>,
+            build: |p, _| Ok(Built::sender(tfrc::Tfrc::new(parse_params(p)?))),
+        },
+        Entry {
+            name: "aimd",
+            summary: "TCP-like rate control: +1 packet per RTT, halve on a loss event (paper 003's \"CTCP\")",
+            defaults: defaults_of::<aimd::AimdConfig>,
+            build: |p, _| Ok(Built::sender(aimd::Aimd::new(parse_params(p)?))),
         },
         Entry {
             name: "fixed",

@@ -11,6 +11,7 @@ use crate::feedback::generator::{FeedbackGenerator, GeneratorMode};
 use crate::feedback::history::SendHistory;
 use crate::media::encoder::{Encoder, EncoderConfig};
 use crate::media::pacer::Pacer;
+use crate::media::quality::QualityTracker;
 use crate::media::receiver::FrameReceiver;
 use crate::metrics::{FlowMetrics, PacketLog, SeriesLog};
 use crate::network::capacity::CapacitySchedule;
@@ -144,7 +145,7 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
                     pacer: Pacer::new(constraints.start_rate.scale(2.5), limit_t),
                     history: SendHistory::new(),
                     feedback: FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
-                    receiver: FrameReceiver::new(),
+                    receiver: FrameReceiver::with_quality(QualityTracker::new(mc.quality_model, mc.fps, mc.keyframe_factor)),
                     target: constraints.start_rate,
                     paused: false,
                     pause_allowed: mc.encoder_pause,

@@ -263,8 +263,8 @@ impl Simulation {
                 return;
             }
         };
-        if let Payload::Media { frame, count, capture, .. } = pkt.payload {
-            m.receiver.on_packet(now, frame, count, capture);
+        if let Payload::Media { frame, count, capture, keyframe, .. } = pkt.payload {
+            m.receiver.on_packet(now, frame, count, capture, pkt.size - m.header, keyframe);
         }
         if let Some(e) = m.estimator.as_mut() {
             e.on_packet_received(&ReceivedPacket { seq: pkt.seq, size: pkt.size, send_time: pkt.send_time, recv_time: now });
