@@ -151,6 +151,9 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
                     pause_allowed: mc.encoder_pause,
                     queue_time_limit: limit_t,
                     pacer_wake: None,
+                    // Random capture phase: flows that start at the same instant must not
+                    // produce frames in lock-step (the lower flow id would win every tie).
+                    frame_phase: Duration::from_us((derive_seed(seed, 4000 + id as u64) % (1e6 / mc.fps).max(1.0) as u64) as i64),
                     include_report_time: true,
                 }))
             }

@@ -27,6 +27,8 @@ pub struct MediaFlow {
     pub queue_time_limit: Duration,
     /// Time of the pending pacer wake-up event, if any (older events are stale).
     pub pacer_wake: Option<Time>,
+    /// Offset of the first frame capture after the flow starts.
+    pub frame_phase: Duration,
     /// Give controllers the receiver's report time (RFC 8888-style exact RTT); the simulator knows it.
     pub include_report_time: bool,
 }

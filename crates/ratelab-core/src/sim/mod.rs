@@ -164,7 +164,7 @@ impl Simulation {
         let tick = m.controller.tick_interval();
         let fb = m.feedback.interval();
         let est = m.estimator.as_ref().map(|e| e.tick_interval());
-        self.events.push(now, Event::Frame(f));
+        self.events.push(now + m.frame_phase, Event::Frame(f));
         if tick > Duration::ZERO { self.events.push(now + tick, Event::ControllerTick(f)); }
         if m.feedback.mode() == crate::feedback::generator::GeneratorMode::Twcc { self.events.push(now + fb, Event::FeedbackTimer(f)); }
         if let Some(d) = est { self.events.push(now + d, Event::EstimatorTick(f)); }
