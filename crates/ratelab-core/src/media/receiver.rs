@@ -30,6 +30,10 @@ pub struct FrameReceiver {
     last_rendered: Option<(u64, Time)>,
     intervals: VecDeque<Duration>,
     interval_sum: Duration,
+    /// The sender paused its media on purpose (RFC 8867 5.8): no freeze while paused.
+    paused: bool,
+    /// The first interval after a resume spans the pause: neither a freeze nor a frame duration.
+    skip_next: bool,
     pub stats: VideoStats,
 }
 
@@ -42,7 +46,7 @@ impl Default for FrameReceiver {
 
 impl FrameReceiver {
     pub fn new() -> Self {
-        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, stats: VideoStats::default() }
+        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, paused: false, skip_next: false, stats: VideoStats::default() }
     }
 
     fn freeze_threshold(&self) -> Option<Duration> {
@@ -60,7 +64,9 @@ impl FrameReceiver {
         let capture = p.capture;
         // Render: frames older than this one can no longer be shown.
         self.partial = self.partial.split_off(&(frame + 1));
-        if let Some((_, t_last)) = self.last_rendered {
+        if self.skip_next && !self.paused {
+            self.skip_next = false;
+        } else if let Some((_, t_last)) = self.last_rendered {
             let interval = now - t_last;
             if let Some(th) = self.freeze_threshold() {
                 if interval > th {
@@ -78,8 +84,17 @@ impl FrameReceiver {
         true
     }
 
+    /// The sender paused its media on purpose: the gap is not a freeze.
+    pub fn pause(&mut self) { self.paused = true; }
+
+    /// The sender resumed: the interval spanning the pause is not counted.
+    pub fn resume(&mut self) {
+        if self.paused { self.paused = false; self.skip_next = true; }
+    }
+
     /// The stream ended at `now`: a stall still in progress counts as a freeze.
     pub fn finish(&mut self, now: Time) {
+        if self.paused || self.skip_next { return; }
         if let (Some((_, t_last)), Some(th)) = (self.last_rendered, self.freeze_threshold()) {
             let interval = now - t_last;
             if interval > th {
@@ -120,5 +135,25 @@ mod tests {
         assert!(!r.on_packet(Time::from_ms(41), 0, 2, Time::ZERO));
         assert_eq!(r.stats.frames_rendered, 1);
         assert_eq!(r.stats.mean_frame_delay(), Some(Duration::from_ms(7)));
+    }
+
+    #[test]
+    fn a_sender_pause_is_not_a_freeze() {
+        let mut r = FrameReceiver::new();
+        let ms = Time::from_ms;
+        for i in 0..10u64 { assert!(r.on_packet(ms(33 * i as i64), i, 1, ms(33 * i as i64))); }
+        r.pause();
+        r.resume();
+        // 20 s later: the next frame spans the pause.
+        assert!(r.on_packet(ms(20_000), 10, 1, ms(19_990)));
+        assert!(r.on_packet(ms(20_033), 11, 1, ms(20_023)));
+        assert_eq!(r.stats.freeze_count, 0);
+        // The same gap without a pause is a freeze.
+        assert!(r.on_packet(ms(40_033), 12, 1, ms(40_023)));
+        assert_eq!(r.stats.freeze_count, 1);
+        // Ending while paused: no freeze either.
+        r.pause();
+        r.finish(ms(60_000));
+        assert_eq!(r.stats.freeze_count, 1);
     }
 }
