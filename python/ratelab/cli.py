@@ -225,6 +225,46 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
     return 0
 
 
+@cli.command()
+@click.option("--traces", "traces", default=None, metavar="DIR",
+              help="Folder (or glob) of trace files.  [default: the traces shipped with ratelab]")
+@click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
+              help="Controllers to rank.  [default: every controller but fixed]")
+@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per trace (1..N).")
+@click.option("--duration", type=click.FloatRange(min=1), default=60, show_default=True, help="Simulated seconds per run (traces loop).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
+              help="Parent folder of the campaign folder `leaderboard/`.")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="HTML file.  [default: <out>/leaderboard/leaderboard.html]")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (with --engine ray).")
+@click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]")
+@click.option("-q", "--quiet", is_flag=True, help="No line per finished run.")
+def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, duration: float, out: Path, report: Path | None,
+                engine: str, address: str | None, workers: int | None, quiet: bool) -> int:
+    """Every controller over every real trace × seeds, ranked in one self-contained HTML page."""
+    from .leaderboard import leaderboard_plan, write_leaderboard
+    from .scenario import TRACE_DIR
+    from .sweep import campaign_root, plan_specs, run_sweep
+
+    check_controllers(controllers)
+    p = leaderboard_plan(traces or TRACE_DIR, controllers, seeds, duration)
+    root = campaign_root(p, out)
+    specs = plan_specs(p)
+
+    def on_run(summary: dict, res) -> None:
+        if not quiet:
+            n = res.skipped + res.done + res.failed + res.lost
+            click.echo(f"[{n}/{res.total}] {summary.get('status'):<6} {summary['run_id']}", err=True)
+
+    res = run_sweep(p, root, engine=engine, workers=workers, address=address, on_run=on_run, specs=specs)
+    path = write_leaderboard(root, report or root / "leaderboard.html")
+    click.echo(f"leaderboard: {res.total} runs ({res.skipped} already done, ran {res.executed} in {res.wall_s:.1f} s, "
+               f"failed {res.failed}); campaign {root}")
+    click.echo(f"report:  {path}")
+    return 0
+
+
 def _validate_specs(specs) -> None:
     """--dry-run: check each distinct scenario document once; report the invalid ones."""
     import json
