@@ -165,7 +165,7 @@ def expand_plan(plan: Plan, *, known_controllers: list[str] | None = None, git_c
     for cname in controllers:
         pgrid = _grid(plan, f"params.{cname}", params.get(cname, {}), fixed_ok=True)
         for pvals in _product(pgrid):
-            clabel = _label(cname, pvals, short=True)
+            clabel = _label(cname, pvals)
             for slabel, sc in scenarios:
                 for gvals in _product(grid):
                     sc_label = _label(slabel, gvals)
@@ -276,11 +276,9 @@ def _product(grid: dict[str, list[Any]]) -> Iterable[dict[str, Any]]:
         yield dict(zip(keys, combo))
 
 
-def _label(base: str, values: dict[str, Any], short: bool = False) -> str:
-    varying = [(k, v) for k, v in values.items()]
-    if not varying:
-        return base
-    return base + "".join(f"~{k}_{_fmt(v)}" for k, v in varying)
+def _label(base: str, values: dict[str, Any]) -> str:
+    """``base~key_value~...``: grid and parameter values are part of the run's folder name."""
+    return base + "".join(f"~{k}_{_fmt(v)}" for k, v in values.items())
 
 
 def _fmt(v: Any) -> str:

@@ -38,26 +38,32 @@ def run_local(specs: Sequence[RunSpec], root: Path, workers: int | None = None) 
     workers = workers or default_workers()
     method = "forkserver" if sys.platform.startswith("linux") else "spawn"
     ctx = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        # Keep a bounded number of tasks queued: a Ctrl-C cancels little, memory stays flat.
-        todo = list(specs)[::-1]
-        running: dict[Any, RunSpec] = {}
-        try:
-            while todo or running:
-                while todo and len(running) < 2 * workers:
-                    s = todo.pop()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    # Keep a bounded number of tasks queued: a Ctrl-C cancels little, memory stays flat.
+    todo = list(specs)[::-1]
+    running: dict[Any, RunSpec] = {}
+    finished = False
+    try:
+        while todo or running:
+            while todo and len(running) < 2 * workers:
+                s = todo.pop()
+                try:
                     running[pool.submit(execute_run, s.to_dict(), str(root))] = s
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    s = running.pop(fut)
-                    try:
-                        yield fut.result()
-                    except BrokenProcessPool:
-                        yield {"run_id": s.run_id, "status": "lost", "error": "a worker process died"}
-        except BaseException:
-            for fut in running:
-                fut.cancel()
-            raise
+                except BrokenProcessPool:  # a worker died earlier: the rest waits for the next sweep
+                    for lost in [s, *todo[::-1]]:
+                        yield {"run_id": lost.run_id, "status": "lost", "error": "a worker process died"}
+                    todo.clear()
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                s = running.pop(fut)
+                try:
+                    yield fut.result()
+                except BrokenProcessPool:
+                    yield {"run_id": s.run_id, "status": "lost", "error": "a worker process died"}
+        finished = True
+    finally:
+        # Interrupted: do not wait for the runs in progress (each one commits whole or not at all).
+        pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def run_ray(specs: Sequence[RunSpec], root: Path, address: str | None = None, workers: int | None = None) -> Iterator[dict[str, Any]]:

@@ -568,7 +568,7 @@ impl TcpSender {
     /// otherwise, and for a greedy sender.
     pub fn extend_stream(&mut self, bytes: u64) -> bool {
         let m = self.mss as u64;
-        if self.limit >= u64::MAX / 4 || self.limit % m != 0 { return false; }
+        if self.limit >= u64::MAX / 4 || !self.limit.is_multiple_of(m) { return false; }
         let add = bytes.div_ceil(m).saturating_mul(m);
         if self.limit.saturating_add(add) >= u64::MAX / 4 { return false; }
         self.limit += add;
