@@ -159,13 +159,13 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
                 let mut cfg: TcpConfig = controllers::parse_params(&fc.tcp).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
                 let on_off = fc.on_off.as_ref().map(|o| OnOff {
                     file_bytes: o.file_bytes.round() as u64, off_mean_s: o.off_mean_s, initially_on: o.initially_on,
-                    rng: ChaCha8Rng::seed_from_u64(derive_seed(seed, 3000 + id as u64)), waiting: false, files: 0,
+                    rng: ChaCha8Rng::seed_from_u64(derive_seed(seed, 4000 + id as u64)), waiting: false, files: 0,
                 });
                 if on_off.is_some() {
                     if cfg.max_bytes.is_some() { return Err(ConfigError::new(format!("{field}.tcp.max_bytes"), "cannot be combined with on_off (each file is on_off.file_bytes)")); }
                     cfg.max_bytes = Some(0); // files are appended at each ON
                 }
-                let sender = TcpSender::new(&cfg).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
+                let sender = TcpSender::with_seed(&cfg, derive_seed(seed, 3000 + id as u64)).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
                 FlowState::Tcp(Box::new(TcpFlow { sender, receiver: TcpReceiver::new(&cfg), sender_wake: None, receiver_wake: None, on_off }))
             }
         };
