@@ -204,6 +204,27 @@ mod tests {
         assert_eq!(h.cwnd, Bytes::INFINITY);
     }
 
+    /// `pacing_discount_in_probe_up = false`: the 1.125 phase paces at exactly 1.125 · BW, the
+    /// other phases keep the discount rule.
+    #[test]
+    fn rbbr_probe_up_phase_without_discount() {
+        let cfg = RbbrConfig { pacing_discount_in_probe_up: false, pacing_discount_on_inflight: false, ..RbbrConfig::default() };
+        let mut h = Harness::new(Box::new(Rbbr::new(cfg, &BuildContext::new(3))), Bitrate::from_kbps(4000), 20, constraints(20_000));
+        let (mut up, mut other) = (0, 0);
+        let mut t = 0;
+        while t < 10_000 {
+            t += 5;
+            h.run_until(Time::from_ms(t));
+            let (mode, gain) = bbr_state(&*h.ctrl);
+            if mode != 2.0 { continue; }
+            let bw = diag(&*h.ctrl, "bbr_bw_kbps") * 1000.0;
+            let want = if gain > 1.0 { gain * bw } else { gain * 0.9 * bw };
+            assert!((h.pacing.bps_f64() - want).abs() < 2.0, "gain {gain}: pacing {} want {want}", h.pacing);
+            if gain > 1.0 { up += 1 } else { other += 1 }
+        }
+        assert!(up > 0 && other > 0);
+    }
+
     /// The congestion window is the one of spec 7.4 step 8 and it gates the sender: no packet
     /// leaves while in-flight ≥ cwnd, and in PROBE_BW the window is 2·BW·min_rtt + ack height.
     #[test]

@@ -35,6 +35,10 @@ pub struct RbbrConfig {
     /// Apply the pacing discount only while in-flight > `g_phase·BDP` (spec 6.2 reading);
     /// `false` applies it always in PROBE_BW.
     pub pacing_discount_on_inflight: bool,
+    /// Also discount the pacing rate in the probe-up phase (gain > 1). ✗ Not stated; `true`
+    /// follows spec 6.2 literally (any phase). With `false` the probe phase always paces at
+    /// `g·BW`, which keeps RBBR probing under random loss (see docs/controllers/bbr.md).
+    pub pacing_discount_in_probe_up: bool,
     /// min RTT expiry that triggers PROBE_RTT, ms (spec 6.1 [PAPER]: 5 s).
     pub min_rtt_expiry_ms: f64,
     /// PROBE_RTT rate as a fraction of BW (spec 6.1 [PAPER]: "cut by half").
@@ -70,6 +74,7 @@ impl Default for RbbrConfig {
             pacing_discount: 0.9,
             target_discount: 0.9,
             pacing_discount_on_inflight: true,
+            pacing_discount_in_probe_up: true,
             min_rtt_expiry_ms: 5000.0,
             probe_rtt_rate_factor: 0.5,
             probe_rtt_ms: 200.0,
@@ -133,6 +138,7 @@ impl Rbbr {
     /// `d_p` of Algorithm 1 for the current phase and in-flight.
     fn pacing_discount(&self) -> f64 {
         if self.model.mode != Mode::ProbeBw { return 1.0; }
+        if self.model.pacing_gain > 1.0 && !self.cfg.pacing_discount_in_probe_up { return 1.0; }
         let d = sane(self.cfg.pacing_discount, 0.05, 1.0, 0.9);
         if !self.cfg.pacing_discount_on_inflight { return d; }
         if self.in_flight > self.model.target_cwnd(self.model.pacing_gain) { d } else { 1.0 }
