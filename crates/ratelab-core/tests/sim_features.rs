@@ -119,3 +119,30 @@ fn on_off_tcp_can_start_idle_and_rejects_max_bytes() {
     v["flows"][0]["kind"] = serde_json::json!("media");
     assert_eq!(Scenario::from_json(&v.to_string()).unwrap_err().field, "flows[0].on_off");
 }
+
+/// Random loss at the exit of the bottleneck (ns-3 `RateErrorModel` on the receiving device,
+/// spec 5.9) wastes link capacity; at the entrance it does not. A 2 Mbit/s constant sender on a
+/// 1 Mbit/s link with 50 % loss: at the entrance 1 Mbit/s survives and fills the link (≈ 1000
+/// kbit/s received, the rest overflows the queue); at the exit the link carries 1 Mbit/s of
+/// which half is lost (≈ 500 kbit/s received).
+#[test]
+fn loss_after_queue_wastes_capacity() {
+    let run = |after: bool| {
+        let sc = scenario(serde_json::json!({
+            "name": "t", "duration_s": 20,
+            "link": {"capacity_kbps": 1000, "queue": {"ms": 100}, "loss": 0.5, "loss_after_queue": after},
+            "flows": [{"kind": "media", "controller": "fixed", "params": {"rate_kbps": 2000, "pacing_factor": 1.0},
+                       "one_way_delay_ms": 20, "media": {"min_kbps": 10, "max_kbps": 10000, "start_kbps": 2000,
+                       "frame_size_noise": 0.0, "encoder_lag_ms": 0.0, "encoder_pause": false}}]
+        }));
+        let mut sim = build_simulation(&sc, 1, None).unwrap();
+        sim.run_to_end();
+        let s = sim.summary();
+        (s.link.utilization, s.link.random_drops, s.link.queue_drops)
+    };
+    let (u_in, rand_in, queue_in) = run(false);
+    let (u_out, rand_out, queue_out) = run(true);
+    assert!((u_in - 1.0).abs() < 0.05, "entrance: utilization {u_in}");
+    assert!((u_out - 0.5).abs() < 0.05, "exit: utilization {u_out}");
+    assert!(queue_in > 0 && rand_in > 0 && queue_out > rand_out / 2, "{rand_in} {queue_in} {rand_out} {queue_out}");
+}

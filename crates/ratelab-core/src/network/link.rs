@@ -1,5 +1,5 @@
 //! The bottleneck: a FIFO drop-tail queue drained at a (time-varying) capacity, with random
-//! loss at the entrance. Propagation delays are applied by the driver per flow, so flows with
+//! loss at the entrance (default) or at the exit (`loss_after_queue`). Propagation delays are applied by the driver per flow, so flows with
 //! different RTTs share one queue.
 
 use super::capacity::CapacitySchedule;
@@ -36,6 +36,8 @@ pub struct Link {
     limit: QueueLimit,
     loss: LossModel,
     loss_start: Time,
+    /// Random loss (`loss`) applies to departing packets, not arriving ones.
+    loss_after: bool,
     queue: VecDeque<Packet>,
     queue_bytes: Bytes,
     in_service: Option<(Packet, Time)>,
@@ -54,7 +56,18 @@ pub enum Enqueued {
 
 impl Link {
     pub fn new(capacity: CapacitySchedule, limit: QueueLimit, loss: LossModel, loss_start: Time) -> Self {
-        Link { capacity, limit, loss, loss_start, queue: VecDeque::new(), queue_bytes: Bytes::ZERO, in_service: None, overlay: None, last_exit: Time::ZERO, stats: LinkStats::default() }
+        Link { capacity, limit, loss, loss_start, loss_after: false, queue: VecDeque::new(), queue_bytes: Bytes::ZERO, in_service: None, overlay: None, last_exit: Time::ZERO, stats: LinkStats::default() }
+    }
+
+    /// Move the random loss model from the link's entrance to its exit (spec 5.9).
+    pub fn set_loss_after_queue(&mut self, after: bool) { self.loss_after = after; }
+
+    /// Random loss of a packet that has just finished transmission (only with
+    /// `set_loss_after_queue(true)`): true if it is dropped (counted as a random drop).
+    pub fn drop_on_exit(&mut self, now: Time, rng: &mut ChaCha8Rng) -> bool {
+        if !self.loss_after || now < self.loss_start || !self.loss.drop(rng) { return false; }
+        self.stats.random_drops += 1;
+        true
     }
 
     /// Use a trace's loss and delay columns (`looped`: the trace repeats).
@@ -85,7 +98,7 @@ impl Link {
         let trace_loss = self.overlay.as_ref().and_then(|(tr, looped)| tr.sample_at(now, *looped).and_then(|s| s.loss));
         let dropped = match trace_loss {
             Some(p) => p > 0.0 && rng.gen::<f64>() < p,
-            None => now >= self.loss_start && self.loss.drop(rng),
+            None => !self.loss_after && now >= self.loss_start && self.loss.drop(rng),
         };
         if dropped {
             self.stats.random_drops += 1;
@@ -171,5 +184,26 @@ mod tests {
         assert!(matches!(l.enqueue(Time::ZERO, pkt(0, 100), &mut rng), Enqueued::Accepted(Some(_))));
         assert!(matches!(l.enqueue(Time::ZERO, pkt(1, 100), &mut rng), Enqueued::Accepted(None)));
         assert!(matches!(l.enqueue(Time::ZERO, pkt(2, 100), &mut rng), Enqueued::Dropped(DropReason::QueueFull, _)));
+    }
+
+    /// Loss after the queue: every packet is accepted and transmitted (8 ms each at 1 Mbit/s),
+    /// the drop decision comes at the exit, and only from `loss_start` on.
+    #[test]
+    fn loss_after_queue_drops_at_the_exit_after_transmission() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut l = Link::new(CapacitySchedule::constant(Bitrate::from_kbps(1000)), QueueLimit::Unlimited, LossModel::Bernoulli(1.0), Time::from_ms(10));
+        l.set_loss_after_queue(true);
+        assert!(matches!(l.enqueue(Time::ZERO, pkt(0, 1000), &mut rng), Enqueued::Accepted(Some(t)) if t == Time::from_ms(8)));
+        assert!(matches!(l.enqueue(Time::ZERO, pkt(1, 1000), &mut rng), Enqueued::Accepted(None)));
+        let (_, next) = l.complete(Time::from_ms(8)).unwrap();
+        assert!(!l.drop_on_exit(Time::from_ms(8), &mut rng), "before loss_start");
+        assert_eq!(next, Some(Time::from_ms(16)), "the second packet still takes its 8 ms");
+        l.complete(Time::from_ms(16)).unwrap();
+        assert!(l.drop_on_exit(Time::from_ms(16), &mut rng));
+        assert_eq!((l.stats.random_drops, l.stats.departed_packets), (1, 2));
+        // At the entrance (default) the same model drops on arrival, before any transmission.
+        let mut l = Link::new(CapacitySchedule::constant(Bitrate::from_kbps(1000)), QueueLimit::Unlimited, LossModel::Bernoulli(1.0), Time::ZERO);
+        assert!(matches!(l.enqueue(Time::ZERO, pkt(0, 1000), &mut rng), Enqueued::Dropped(DropReason::Random, _)));
+        assert!(!l.drop_on_exit(Time::ZERO, &mut rng));
     }
 }

@@ -55,6 +55,12 @@ pub struct LinkConfig {
     /// Time from which random loss applies (seconds).
     #[serde(default)]
     pub loss_start_s: f64,
+    /// Apply `loss` / `gilbert_elliott` to packets leaving the bottleneck instead of entering it:
+    /// a dropped packet has used its transmission time and queue slot (ns-3's `RateErrorModel`
+    /// on the receiving device, the Cross paper's harness, spec 5.9). Trace loss stays at the
+    /// entrance.
+    #[serde(default)]
+    pub loss_after_queue: bool,
     /// Bursty loss (Gilbert-Elliott); replaces `loss` when present.
     pub gilbert_elliott: Option<GilbertElliottConfig>,
     /// Extra one-way delay of the bottleneck itself, added to every flow's propagation delay.

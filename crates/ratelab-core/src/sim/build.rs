@@ -183,6 +183,7 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
     }
 
     let mut link = Link::new(capacity, limit, loss, Time::from_secs_f64(sc.link.loss_start_s));
+    link.set_loss_after_queue(sc.link.loss_after_queue);
     if sc.link.trace_content.is_some() {
         let trace = load_trace(&sc.link).map_err(|e| ConfigError::new("link.trace", e.to_string()))?;
         link.set_trace_overlay(trace, sc.link.trace_loop);

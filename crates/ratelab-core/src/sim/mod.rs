@@ -263,6 +263,11 @@ impl Simulation {
         let Some((pkt, next)) = self.link.complete(now) else { return };
         if let Some(end) = next { self.events.push(end, Event::LinkDone); }
         self.last_queue_delay = pkt.tx_start - pkt.enqueue_time;
+        if self.link.drop_on_exit(now, &mut self.rng) {
+            self.flows[pkt.flow as usize].metrics.on_lost(pkt.size);
+            if self.record_packets { self.packets.push(pkt.flow, pkt.seq, pkt.size, pkt.send_time, None, true); }
+            return;
+        }
         let delay = self.flows[pkt.flow as usize].fwd_delay;
         let exit = self.link.exit_time(now);
         self.events.push(exit + delay, Event::Deliver(pkt));
