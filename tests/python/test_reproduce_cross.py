@@ -66,7 +66,7 @@ def test_full_job_set():
     jobs = cross.jobs([1], False)
     via = [j for j in jobs if j.experiment == "VI-A"]
     assert {j.case for j in via} == {f"case {n}" for n in range(1, 9)}
-    assert {j.variant for j in via} == {*cross.VIA, cross.CROSS_MEDIAN}
+    assert {j.variant for j in via} == {*cross.VIA, cross.CROSS_MEDIAN, cross.CROSS_NOACCEL}
     gcc = next(j for j in via if j.variant == "gcc" and j.case == "case 7")
     assert all(f["params"] == {"profile": "m84"} for f in gcc.scenario["flows"])
     rb = next(j for j in via if j.variant == "rbbr" and j.case == "case 7")
