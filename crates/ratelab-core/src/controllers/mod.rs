@@ -12,6 +12,8 @@ use std::sync::Arc;
 pub mod common;
 pub mod fixed;
 pub mod gcc;
+pub mod iris;
+pub mod lcc;
 pub mod oracle;
 
 /// What the driver offers a controller at construction.
@@ -57,6 +59,24 @@ pub fn registry() -> &'static [Entry] {
             build: |p, cx| Ok(Built::sender(gcc::Gcc::new(parse_params(p)?, cx))),
         },
         Entry {
+            name: "lcc",
+            summary: "LCC (paper 000): weighted KDE of (rate, OWD) and Bayesian choice E[S | D = T_c] toward min OWD + 25 ms",
+            defaults: defaults_of::<lcc::LccConfig>,
+            build: |p, _| Ok(Built::sender(lcc::Lcc::new(parse_params(p)?)?)),
+        },
+        Entry {
+            name: "iris",
+            summary: "Iris (paper 001): queue-load target x·(rtt − T) = B, tanh RTT step, x = r + d/k with k by regression; T = min RTT",
+            defaults: defaults_of::<iris::IrisConfig>,
+            build: |p, _| Ok(Built::sender(iris::Iris::new(parse_params(p)?)?)),
+        },
+        Entry {
+            name: "iris-mid",
+            summary: "Iris-mid (paper 001 VI-B4): Iris with the median RTT of the window as target delay T",
+            defaults: || serde_json::to_value(iris::IrisConfig::mid()).unwrap_or(serde_json::Value::Null),
+            build: |p, _| Ok(Built::sender(iris::Iris::new(iris_mid_params(p)?)?)),
+        },
+        Entry {
             name: "fixed",
             summary: "constant target rate (no congestion control)",
             defaults: defaults_of::<fixed::FixedConfig>,
@@ -85,6 +105,15 @@ pub fn build(name: &str, params: &serde_json::Value, cx: &BuildContext) -> Resul
 
 fn defaults_of<T: Default + Serialize>() -> serde_json::Value {
     serde_json::to_value(T::default()).unwrap_or(serde_json::Value::Null)
+}
+
+/// Iris-mid parameters: as Iris, with `target_delay` defaulting to `median`.
+fn iris_mid_params(v: &serde_json::Value) -> Result<iris::IrisConfig, ConfigError> {
+    let mut v = if v.is_null() { serde_json::json!({}) } else { v.clone() };
+    if let Some(o) = v.as_object_mut() {
+        o.entry("target_delay").or_insert_with(|| serde_json::json!("median"));
+    }
+    parse_params(&v)
 }
 
 /// Deserialize typed parameters; missing fields take defaults, unknown ones are errors.
