@@ -86,8 +86,13 @@ pub struct IrisConfig {
     pub packet_bytes: f64,
     /// `reconstructed` (default) or `feedback-arrival`.
     pub ack_timing: AckTiming,
-    /// Pacing rate / target (spec 4.7: Iris sends at x, so 1).
+    /// Pacing rate / x (spec 4.7: Iris sends at x, so 1).
     pub pacing_factor: f64,
+    /// Per-packet header bytes of the transport (IP + UDP + RTP + extensions; the lab's
+    /// `media.header_bytes`). x is a wire rate while the encoder target is a payload rate:
+    /// the target is `x · payload/wire` of the recently sent packets, so that the encoder's
+    /// output on the wire matches x. 0 hands x to the encoder unchanged.
+    pub header_bytes: f64,
 }
 
 impl Default for IrisConfig {
@@ -108,6 +113,7 @@ impl Default for IrisConfig {
             packet_bytes: 1200.0,
             ack_timing: AckTiming::Reconstructed,
             pacing_factor: 1.0,
+            header_bytes: 40.0,
         }
     }
 }
@@ -134,6 +140,7 @@ impl IrisConfig {
         check(self.cold_start_exit_queue_ms.is_finite() && self.cold_start_exit_queue_ms >= 0.0, "cold_start_exit_queue_ms", "must be ≥ 0")?;
         check(self.packet_bytes.is_finite() && self.packet_bytes >= 1.0, "packet_bytes", "must be ≥ 1")?;
         check(self.pacing_factor.is_finite() && self.pacing_factor >= 1.0, "pacing_factor", "must be ≥ 1")?;
+        check(self.header_bytes.is_finite() && self.header_bytes >= 0.0, "header_bytes", "must be ≥ 0")?;
         Ok(())
     }
 }
@@ -258,6 +265,8 @@ pub struct Iris {
     last_feedback: Option<Time>,
     last_d_ms: f64,
     last_u: f64,
+    /// Payload / wire bytes of the recently sent packets (EWMA by packet).
+    payload_fraction: f64,
 }
 
 impl Iris {
@@ -270,7 +279,7 @@ impl Iris {
             pending: VecDeque::new(), first: 0, prev_ack: None, carry_bytes: 0, carry_epochs: 0, prev_rtt: None,
             latest: None, last_r_bps: None, new_stat: false, pairs: VecDeque::new(), k: None, last_fit: None,
             last_fit_result: None, min_rtt: WindowedFilter::min(win), rtt_history: VecDeque::new(), mode: Mode::ColdStart,
-            rate: Bitrate::from_kbps(100), last_feedback: None, last_d_ms: 0.0, last_u: 0.0,
+            rate: Bitrate::from_kbps(100), last_feedback: None, last_d_ms: 0.0, last_u: 0.0, payload_fraction: 1.0,
         })
     }
 
@@ -284,7 +293,13 @@ impl Iris {
         Bitrate::from_bps_f64(bps).max(self.constraints.min_rate).min(self.constraints.max_rate)
     }
 
-    fn update(&self) -> Update { Update::rates(self.rate, self.cfg.pacing_factor) }
+    fn update(&self) -> Update {
+        let target = self.rate.scale(self.payload_fraction).max(self.constraints.min_rate).min(self.constraints.max_rate);
+        Update { target_rate: Some(target), pacing_rate: Some(self.rate.scale(self.cfg.pacing_factor)), ..Update::default() }
+    }
+
+    /// The sending rate x in force (bit/s, wire).
+    pub fn rate(&self) -> Bitrate { self.rate }
 
     pub fn k(&self) -> Option<f64> { self.k }
     pub fn k_source(&self) -> KSource { if self.k.is_some() { KSource::Fitted } else { KSource::Prior } }
@@ -440,6 +455,11 @@ impl Controller for Iris {
 
     fn on_packet_sent(&mut self, p: &SentPacket) -> Update {
         if !self.started { return Update::default(); }
+        let wire = p.size.get() as f64;
+        if wire > 0.0 {
+            let f = ((wire - self.cfg.header_bytes) / wire).clamp(0.05, 1.0);
+            self.payload_fraction += 0.02 * (f - self.payload_fraction);
+        }
         let idx = self.index(p.send_time);
         if let Some(e) = self.slot(idx, p.send_time) {
             e.bytes += p.size.get();
@@ -556,13 +576,14 @@ mod tests {
 
     /// Drive an Iris instance with scripted packets: `per_epoch` packets of 1200 B every epoch,
     /// each received `owd(epoch)` after sending, acknowledged per packet after 20 ms.
-    struct Script { iris: Iris, now: Time, seq: u64, rate: Bitrate }
+    struct Script { iris: Iris, now: Time, seq: u64, rate: Bitrate, target: Option<Bitrate> }
     impl Script {
         fn new(cfg: IrisConfig) -> Self {
             let mut iris = Iris::new(cfg).unwrap();
             let c = Constraints { min_rate: Bitrate::from_kbps(10), max_rate: Bitrate::from_kbps(100_000), start_rate: Bitrate::from_kbps(300) };
             let u = iris.on_start(Time::ZERO, c);
-            Script { iris, now: Time::ZERO, seq: 0, rate: u.target_rate.unwrap() }
+            // x is the pacing rate (pacing factor 1); the encoder target is x · payload/wire
+            Script { iris, now: Time::ZERO, seq: 0, rate: u.pacing_rate.unwrap(), target: u.target_rate }
         }
         /// One 50 ms epoch: send `n` packets evenly, deliver each after `owd` (or lose it).
         fn epoch(&mut self, n: u32, owd_ms: f64, lose: &[u32]) {
@@ -581,7 +602,8 @@ mod tests {
             // feedback that has arrived by the end of the epoch, then the rest before the next
             for fb in fbs { self.iris.on_feedback(&fb); }
             let u = self.iris.on_tick(self.now);
-            if let Some(r) = u.target_rate { self.rate = r; }
+            if let Some(r) = u.pacing_rate { self.rate = r; }
+            self.target = u.target_rate.or(self.target);
         }
     }
 
@@ -632,6 +654,19 @@ mod tests {
         assert!((st.rtt_ms.unwrap() - 70.0).abs() < 1e-9, "{st:?}");
         let want = (200.0 + 0.179784 / 0.25) * 9600.0;
         assert!((s.rate.bps_f64() - want).abs() < 2.0, "{} vs {want}", s.rate.bps_f64());
+    }
+
+    /// The encoder gets x · payload/wire: packets of 1200 B with 40 B of headers → 1160/1200.
+    #[test]
+    fn encoder_target_leaves_out_the_headers() {
+        let mut s = Script::new(IrisConfig::default());
+        assert_eq!(s.target, Some(Bitrate::from_kbps(100)), "no packet seen yet: fraction 1");
+        for _ in 0..30 { s.epoch(10, 30.0, &[]); } // 300 packets: the EWMA has converged
+        let want = s.rate.bps_f64() * 1160.0 / 1200.0;
+        let got = s.target.unwrap().bps_f64();
+        assert!((got - want).abs() < 1e-3 * want, "{got} vs {want}");
+        let plain = Iris::new(IrisConfig { header_bytes: 0.0, ..IrisConfig::default() }).unwrap();
+        assert_eq!(plain.payload_fraction, 1.0);
     }
 
     #[test]

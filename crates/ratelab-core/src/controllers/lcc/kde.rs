@@ -36,6 +36,9 @@ pub struct Kde {
     pub h_s: f64,
     /// Delay bandwidth (ms).
     pub h_d: f64,
+    /// Kernel correlation ρ: 0 for the product kernel; the weighted (S, D) correlation of the
+    /// data for a full-covariance kernel `H = c²·Σ_w` (scipy-style `gaussian_kde`).
+    pub rho: f64,
 }
 
 /// Weighted mean and standard deviation.
@@ -55,7 +58,7 @@ impl Kde {
         if pairs.is_empty() || !(h_s > 0.0 && h_d > 0.0 && h_s.is_finite() && h_d.is_finite()) { return None; }
         let n = pairs.len();
         let w = (1..=n).map(|j| pair_weight(j, n)).collect();
-        Some(Kde { s: pairs.iter().map(|p| p.0).collect(), d: pairs.iter().map(|p| p.1).collect(), w, h_s, h_d })
+        Some(Kde { s: pairs.iter().map(|p| p.0).collect(), d: pairs.iter().map(|p| p.1).collect(), w, h_s, h_d, rho: 0.0 })
     }
 
     /// Fit with bandwidths from the weighted Scott rule
@@ -75,7 +78,19 @@ impl Kde {
         let (_, sd_d) = weighted_moments(&d, &w);
         let h_s = (sd_s * factor).max(rule.min_s_kbps).max(1e-9);
         let h_d = (sd_d * factor).max(rule.min_d_ms).max(1e-9);
-        Some(Kde { s, d, w, h_s, h_d })
+        Some(Kde { s, d, w, h_s, h_d, rho: 0.0 })
+    }
+
+    /// Turn the product kernel into a full-covariance one with the data's weighted correlation
+    /// (bandwidths unchanged). Only non-negative correlations are kept when `nonneg`.
+    pub fn with_data_correlation(mut self, nonneg: bool) -> Kde {
+        let (ms, ss) = weighted_moments(&self.s, &self.w);
+        let (md, sd) = weighted_moments(&self.d, &self.w);
+        let sw: f64 = self.w.iter().sum();
+        let cov = self.s.iter().zip(&self.d).zip(&self.w).map(|((s, d), w)| w * (s - ms) * (d - md)).sum::<f64>() / sw;
+        let rho = if ss > 0.0 && sd > 0.0 { (cov / (ss * sd)).clamp(-1.0, 1.0) } else { 0.0 };
+        self.rho = if nonneg { rho.max(0.0) } else { rho };
+        self
     }
 
     pub fn len(&self) -> usize { self.s.len() }
@@ -90,11 +105,13 @@ impl Kde {
     pub fn density(&self, s: f64, d: f64) -> f64 {
         let sw: f64 = self.w.iter().sum();
         if sw <= 0.0 { return 0.0; }
-        let norm = 1.0 / (2.0 * std::f64::consts::PI * self.h_s * self.h_d);
+        let r = self.rho.clamp(-0.999, 0.999);
+        let one_r2 = 1.0 - r * r;
+        let norm = 1.0 / (2.0 * std::f64::consts::PI * self.h_s * self.h_d * one_r2.sqrt());
         let sum: f64 = self.s.iter().zip(&self.d).zip(&self.w).map(|((sj, dj), w)| {
             let zs = (s - sj) / self.h_s;
             let zd = (d - dj) / self.h_d;
-            w * (-0.5 * (zs * zs + zd * zd)).exp()
+            w * (-0.5 * (zs * zs - 2.0 * r * zs * zd + zd * zd) / one_r2).exp()
         }).sum();
         norm * sum / sw
     }
@@ -102,6 +119,8 @@ impl Kde {
     /// `E[S | D = t_c]` (Eqs. 6–7) in closed form. Computed with log-sum-exp, so a `t_c` far
     /// from every recorded delay does not underflow: the mean then tends to the rate of the
     /// pair(s) with the nearest delay (spec 3.6, "conditional density far from data").
+    /// With a correlated kernel (ρ ≠ 0) each component's conditional mean is
+    /// `S_j + ρ·(h_S/h_D)·(t_c − D_j)`, so the estimate extrapolates beyond the data.
     pub fn conditional_mean(&self, t_c: f64) -> Option<f64> {
         if self.is_empty() || !t_c.is_finite() { return None; }
         let logs: Vec<f64> = self.d.iter().zip(&self.w).map(|(dj, w)| {
@@ -111,9 +130,10 @@ impl Kde {
         let m = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         if !m.is_finite() { return None; }
         let (mut num, mut den) = (0.0, 0.0);
-        for (l, sj) in logs.iter().zip(&self.s) {
+        let beta = self.rho.clamp(-0.999, 0.999) * self.h_s / self.h_d;
+        for ((l, sj), dj) in logs.iter().zip(&self.s).zip(&self.d) {
             let e = (l - m).exp();
-            num += e * sj;
+            num += e * (sj + beta * (t_c - dj));
             den += e;
         }
         (den > 0.0).then(|| num / den).filter(|v| v.is_finite())
@@ -168,6 +188,33 @@ mod tests {
             let cf = kde.conditional_mean(t_c).unwrap();
             assert!((num / den - cf).abs() < 1e-6 * cf.abs().max(1.0), "t_c {t_c}: {} vs {cf}", num / den);
         }
+    }
+
+    /// Correlated kernel: the closed form still equals the numerical conditional mean of the
+    /// density, and beyond the data it extrapolates along ρ·h_S/h_D.
+    #[test]
+    fn correlated_kernel_closed_form_and_extrapolation() {
+        let pairs = [(400.0, 52.0), (650.0, 55.0), (900.0, 63.0), (1200.0, 70.0)];
+        let mut kde = Kde::with_bandwidths(&pairs, 80.0, 6.0).unwrap();
+        kde.rho = 0.5;
+        for t_c in [50.0, 60.0, 75.0] {
+            let (mut num, mut den) = (0.0, 0.0);
+            let mut s = -1000.0;
+            while s < 4000.0 {
+                let p = kde.density(s, t_c);
+                num += s * p;
+                den += p;
+                s += 1.0;
+            }
+            let cf = kde.conditional_mean(t_c).unwrap();
+            assert!((num / den - cf).abs() < 1e-6 * cf.abs(), "t_c {t_c}: {} vs {cf}", num / den);
+        }
+        // far above the data: the top pair plus β·(t_c − 70), β = 0.5·80/6
+        let far = kde.conditional_mean(170.0).unwrap();
+        assert!((far - (1200.0 + 0.5 * 80.0 / 6.0 * 100.0)).abs() < 1e-6, "{far}");
+        // the data's own correlation is positive here
+        let k = Kde::with_bandwidths(&pairs, 80.0, 6.0).unwrap().with_data_correlation(true);
+        assert!(k.rho > 0.9, "{}", k.rho);
     }
 
     #[test]

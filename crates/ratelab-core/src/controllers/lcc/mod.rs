@@ -61,6 +61,17 @@ pub enum TcClamp {
     Data,
 }
 
+/// Kernel of the density fitter (paper II-B: "normal kernel", shape not given).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kernel {
+    /// Product of two Gaussians (diagonal bandwidth): `E[S | D]` is the Nadaraya–Watson mean.
+    Product,
+    /// Full-covariance Gaussian with the window's (S, D) correlation, kept ≥ 0
+    /// (scipy `gaussian_kde` style): `E[S | D]` extrapolates along the data's slope.
+    Full,
+}
+
 /// LCC parameters (spec 3.5). Values marked "grid" were chosen by `examples/lcc_grid.rs`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -85,6 +96,8 @@ pub struct LccConfig {
     pub bandwidth_scale: f64,
     /// Floor of the delay bandwidth `h_D` in ms.
     pub min_bandwidth_ms: f64,
+    /// `product` or `full` (grid).
+    pub kernel: Kernel,
     /// `send-aligned` (default) or `literal` (spec 3.6).
     pub pairing: Pairing,
     /// `measured` (default) or `target` (spec 3.6).
@@ -98,27 +111,34 @@ pub struct LccConfig {
     pub min_pairs: usize,
     /// Pacing rate / target (spec 3.7: 2.5 as WebRTC M60, the paper's testbed).
     pub pacing_factor: f64,
+    /// Exploration per epoch when `T_c` has left the recorded delays: above them while
+    /// `D_ave < T_A`, `S = max(E[S | D = T_c], S_i)·(1 + γ)`; below them while `D_ave > T_A`,
+    /// `S = min(E[S | D = T_c], S_i)·(1 − γ)` (not in the paper; 0 = literal; grid).
+    pub explore_gain: f64,
 }
 
 impl Default for LccConfig {
+    /// Chosen by `examples/lcc_grid.rs` (docs/controllers/lcc.md) where the paper is silent.
     fn default() -> Self {
         LccConfig {
-            epoch_ms: 50.0,
-            alpha: 0.2,
-            delta: 0.1,
+            epoch_ms: 25.0,
+            alpha: 0.5,
+            delta: 0.02,
             target_offset_ms: 25.0,
             window: 300,
             refit_interval_ms: 1000.0,
-            exorbitant_ratio: 2.0,
+            exorbitant_ratio: 1.5,
             backoff: 0.5,
             bandwidth_scale: 1.0,
-            min_bandwidth_ms: 0.5,
+            min_bandwidth_ms: 2.0,
+            kernel: Kernel::Product,
             pairing: Pairing::SendAligned,
             rate_source: RateSource::Measured,
             tc_clamp: TcClamp::Data,
             startup_growth: 2.0,
             min_pairs: 5,
             pacing_factor: 2.5,
+            explore_gain: 0.005,
         }
     }
 }
@@ -141,6 +161,7 @@ impl LccConfig {
         check(self.startup_growth.is_finite() && self.startup_growth >= 1.0, "startup_growth", "must be ≥ 1")?;
         check(self.min_pairs >= 1, "min_pairs", "must be ≥ 1")?;
         check(self.pacing_factor.is_finite() && self.pacing_factor >= 1.0, "pacing_factor", "must be ≥ 1")?;
+        check(self.explore_gain.is_finite() && (0.0..=1.0).contains(&self.explore_gain), "explore_gain", "must be in [0, 1]")?;
         Ok(())
     }
 }
@@ -351,6 +372,7 @@ pub struct Lcc {
     t_c: Option<f64>,
     t_a: Option<f64>,
     backoffs: u64,
+    explorations: u64,
 }
 
 impl Lcc {
@@ -360,7 +382,7 @@ impl Lcc {
         Ok(Lcc {
             cfg, constraints: Constraints::default(), epoch, tracker: None, mode: Mode::Startup,
             rate: Constraints::default().start_rate, next_boundary: Time::MAX, kde: None, last_fit: None,
-            t_c: None, t_a: None, backoffs: 0,
+            t_c: None, t_a: None, backoffs: 0, explorations: 0,
         })
     }
 
@@ -377,7 +399,7 @@ impl Lcc {
         let pairs: Vec<(f64, f64)> = tr.pairs.iter().copied().collect();
         let rule = BandwidthRule { scale: self.cfg.bandwidth_scale, min_d_ms: self.cfg.min_bandwidth_ms, min_s_kbps: 1.0 };
         if let Some(k) = Kde::fit(&pairs, rule) {
-            self.kde = Some(k);
+            self.kde = Some(if self.cfg.kernel == Kernel::Full { k.with_data_correlation(true) } else { k });
             self.last_fit = Some(now);
         }
     }
@@ -423,8 +445,18 @@ impl Lcc {
         }
         // Eq. 5, with the configured anti-windup bounds
         let (lo, hi) = self.tc_bounds(d_min, t_a);
-        let t_c = setpoint_step(self.t_c.unwrap_or(t_a), t_a, d_ave, self.cfg.delta).clamp(lo, hi);
+        let raw = setpoint_step(self.t_c.unwrap_or(t_a), t_a, d_ave, self.cfg.delta);
+        let t_c = raw.clamp(lo, hi);
         self.t_c = Some(t_c);
+        // T_c asks for more (less) delay than any recorded rate produced — it passed the top
+        // (bottom) of the data or the clamp — so the KDE cannot answer: explore upward
+        // (downward) from the current rate (not in the paper, `explore_gain`)
+        let (edge_lo, edge_hi) = match &self.kde {
+            Some(k) => { let (a, b) = k.delay_range(); ((a - k.h_d).max(lo), (b + k.h_d).min(hi)) }
+            None => (lo, hi),
+        };
+        let g = self.cfg.explore_gain;
+        let explore = if g > 0.0 && d_ave < t_a && raw >= edge_hi { 1.0 + g } else if g > 0.0 && d_ave > t_a && raw <= edge_lo { 1.0 - g } else { 0.0 };
         if d_ave > self.cfg.exorbitant_ratio * t_a {
             // Eq. 8
             self.backoffs += 1;
@@ -433,7 +465,16 @@ impl Lcc {
         }
         if n_pairs < self.cfg.min_pairs { return; }
         if let Some(s) = self.kde.as_ref().and_then(|k| k.conditional_mean(t_c)) {
-            self.rate = self.clamp(s * 1e3);
+            let cur = self.rate.kbps_f64();
+            self.rate = if explore > 1.0 {
+                self.explorations += 1;
+                self.clamp(s.max(cur) * 1e3 * explore)
+            } else if explore > 0.0 {
+                self.explorations += 1;
+                self.clamp(s.min(cur) * 1e3 * explore)
+            } else {
+                self.clamp(s * 1e3)
+            };
         }
     }
 
@@ -441,6 +482,7 @@ impl Lcc {
     pub fn d_ave_ms(&self) -> Option<f64> { self.tracker.as_ref().and_then(|t| t.d_ave) }
     pub fn in_startup(&self) -> bool { self.mode == Mode::Startup }
     pub fn backoff_count(&self) -> u64 { self.backoffs }
+    pub fn exploration_count(&self) -> u64 { self.explorations }
     pub fn kde(&self) -> Option<&Kde> { self.kde.as_ref() }
     pub fn tracker(&self) -> Option<&Tracker> { self.tracker.as_ref() }
 }

@@ -8,13 +8,14 @@ fn constraints() -> Constraints {
     Constraints { min_rate: Bitrate::from_kbps(50), max_rate: Bitrate::from_kbps(20_000), start_rate: Bitrate::from_kbps(300) }
 }
 
-/// Scripted sender: each epoch sends `n` packets of 1200 B evenly over 50 ms, each delivered
-/// `owd` later and acknowledged per packet 10 ms after arrival; the tick ends the epoch.
+/// Scripted sender: each epoch (ε = 50 ms, whatever the default) sends `n` packets of 1200 B
+/// evenly, each delivered `owd` later and acknowledged per packet 10 ms after arrival; the tick
+/// ends the epoch.
 struct Script { lcc: Lcc, now: Time, seq: u64, rate: Bitrate }
 
 impl Script {
     fn new(cfg: LccConfig) -> Self {
-        let mut lcc = Lcc::new(cfg).unwrap();
+        let mut lcc = Lcc::new(LccConfig { epoch_ms: 50.0, ..cfg }).unwrap();
         let u = lcc.on_start(Time::ZERO, constraints());
         Script { lcc, now: Time::ZERO, seq: 0, rate: u.target_rate.unwrap() }
     }
@@ -37,7 +38,7 @@ impl Script {
 }
 
 fn literal_cfg() -> LccConfig {
-    LccConfig { alpha: 1.0, delta: 0.1, target_offset_ms: 25.0, exorbitant_ratio: 2.0, backoff: 0.5, tc_clamp: TcClamp::None, min_pairs: 1, ..LccConfig::default() }
+    LccConfig { alpha: 1.0, delta: 0.1, target_offset_ms: 25.0, exorbitant_ratio: 2.0, backoff: 0.5, tc_clamp: TcClamp::None, min_pairs: 1, explore_gain: 0.0, ..LccConfig::default() }
 }
 
 #[test]
@@ -103,6 +104,33 @@ fn startup_setpoint_and_backoff_hand_worked() {
     s.epoch(10, 160.0); // still above 150: halved again
     assert_eq!(s.lcc.backoff_count(), 2);
     assert!((s.rate.bps_f64() - 0.25 * before.bps_f64()).abs() <= 2.0);
+}
+
+/// Exploration (not in the paper): with every recorded delay below T_A the set-point passes the
+/// top of the data and the rate grows by γ per epoch from max(E[S | D = T_c], S_i).
+/// α = 1, δ = 0.1, T_A = 75 ms, `data` clamp, γ = 0.1.
+#[test]
+fn exploration_above_the_data_grows_the_rate_by_gamma() {
+    let mut s = Script::new(LccConfig { tc_clamp: TcClamp::Data, explore_gain: 0.1, ..literal_cfg() });
+    s.epoch(10, 50.0);
+    s.epoch(10, 100.0); // Bayesian from here
+    let mut prev = s.rate;
+    let mut grew = 0;
+    for _ in 0..30 {
+        s.epoch(10, 52.0); // D_ave 52 < T_A: T_c climbs to the top of the data
+        if s.lcc.exploration_count() > 0 && s.rate.bps_f64() > prev.bps_f64() * 1.099 { grew += 1; }
+        prev = s.rate;
+    }
+    assert!(s.lcc.exploration_count() > 0);
+    assert!(grew > 0, "rate never grew by ≥ 10 % in an exploring epoch");
+    // without exploration the controller never leaves the recorded rates (every epoch sent 10
+    // packets: 1920 kbit/s)
+    let mut lit = Script::new(LccConfig { tc_clamp: TcClamp::Data, ..literal_cfg() });
+    lit.epoch(10, 50.0);
+    lit.epoch(10, 100.0);
+    for _ in 0..30 { lit.epoch(10, 52.0); }
+    assert!(lit.rate.kbps_f64() <= 1920.0 + 1e-6, "{}", lit.rate);
+    assert_eq!(lit.lcc.exploration_count(), 0);
 }
 
 #[test]
