@@ -36,18 +36,20 @@ fn main() {
     let seeds = [1u64, 2, 3];
     for controller in ["iris", "iris-mid"] {
         println!("\n{controller}: mean over seeds {seeds:?}");
-        println!("| feedback | const: U | const: T_q mean / p95 (ms) | steps: U | steps: T_q mean / p95 (ms) | pair: Jain 20–60 s | pair: link U |");
+        println!("| feedback | const: U 0–60 s / 30–60 s | const: T_q mean / p95 (ms) | steps: U | steps: T_q mean / p95 (ms) | pair: Jain 20–60 s | pair: link U |");
         println!("|---|---|---|---|---|---|---|");
         for (label, fb, params) in &variants {
-            let mut acc = [0.0f64; 8];
+            let mut acc = [0.0f64; 9];
             for &seed in &seeds {
-                let one = |link: Value, dur: f64| -> (f64, f64, f64) {
+                let one = |link: Value, dur: f64| -> (f64, f64, f64, f64) {
                     let sc = Scenario::from_json(&json!({"name": "iris-fb", "duration_s": dur, "link": link,
                         "flows": [flow(controller, fb, params, 0.0)], "metrics": {"packet_log": false}}).to_string()).expect("scenario");
                     let mut sim = build_simulation(&sc, seed, None).expect("build");
                     sim.run_to_end();
                     let f = sim.summary().flows[0].clone();
-                    (f.utilization, f.queue_delay_ms_mean.unwrap_or(f64::NAN), f.queue_delay_ms_p95.unwrap_or(f64::NAN))
+                    let s = sim.take_series();
+                    let late = flow_mean(&s, &s.recv_kbps, 0, dur / 2.0, dur) / flow_mean(&s, &s.capacity_kbps, 0, dur / 2.0, dur);
+                    (f.utilization, f.queue_delay_ms_mean.unwrap_or(f64::NAN), f.queue_delay_ms_p95.unwrap_or(f64::NAN), late)
                 };
                 let c = one(json!({"capacity_kbps": 10000, "queue": {"ms": 300}}), 60.0);
                 let st = one(json!({"steps": [[0, 10000], [20, 5000], [40, 15000], [60, 10000]], "queue": {"ms": 300, "rate_kbps": 10000}}), 80.0);
@@ -58,10 +60,10 @@ fn main() {
                 let s = sim.take_series();
                 let j = jain_index(&[flow_mean(&s, &s.recv_kbps, 0, 20.0, 60.0), flow_mean(&s, &s.recv_kbps, 1, 20.0, 60.0)]);
                 let lu = sim.summary().link.utilization;
-                for (a, v) in acc.iter_mut().zip([c.0, c.1, c.2, st.0, st.1, st.2, j, lu]) { *a += v; }
+                for (a, v) in acc.iter_mut().zip([c.0, c.1, c.2, st.0, st.1, st.2, j, lu, c.3]) { *a += v; }
             }
             let m: Vec<f64> = acc.iter().map(|a| a / seeds.len() as f64).collect();
-            println!("| {label} | {:.3} | {:.1} / {:.1} | {:.3} | {:.1} / {:.1} | {:.3} | {:.3} |", m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
+            println!("| {label} | {:.3} / {:.3} | {:.1} / {:.1} | {:.3} | {:.1} / {:.1} | {:.3} | {:.3} |", m[0], m[8], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
         }
     }
 }

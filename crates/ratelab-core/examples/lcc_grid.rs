@@ -138,9 +138,12 @@ fn header() -> String {
     "| parameters | U 0 % | U 2 % | U 5 % | U 10 % | U traces | T_q mean (ms) | T_q p95 (ms) | score |\n|---|---|---|---|---|---|---|---|---|".into()
 }
 
+/// A stage: its name and the two parameters it grids over, with their values.
+type Stage<'a> = (&'a str, Vec<(&'a str, Vec<Value>)>);
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let stages: Vec<(&str, Vec<(&str, Vec<Value>)>)> = vec![
+    let stages: Vec<Stage> = vec![
         ("A", vec![("delta", vec![json!(0.02), json!(0.05), json!(0.1), json!(0.2)]), ("explore_gain", vec![json!(0.0), json!(0.005), json!(0.01), json!(0.02)])]),
         ("B", vec![("epoch_ms", vec![json!(25), json!(50), json!(100)]), ("alpha", vec![json!(0.1), json!(0.2), json!(0.5)])]),
         ("C", vec![("exorbitant_ratio", vec![json!(1.5), json!(2.0), json!(3.0)]), ("backoff", vec![json!(0.5), json!(0.7), json!(0.85)])]),
@@ -149,8 +152,8 @@ fn main() {
         ("F", vec![("rate_source", vec![json!("measured"), json!("target")]), ("min_bandwidth_ms", vec![json!(0.5), json!(2.0)])]),
     ];
     // second pass over the stages whose winners may depend on the others
-    let second: Vec<(&str, Vec<(&str, Vec<Value>)>)> = stages.iter().filter(|s| ["A", "B", "C", "D"].contains(&s.0)).map(|(n, g)| (match *n { "A" => "A2", "B" => "B2", "C" => "C2", _ => "D2" }, g.clone())).collect();
-    let stages: Vec<(&str, Vec<(&str, Vec<Value>)>)> = stages.into_iter().chain(second).collect();
+    let second: Vec<Stage> = stages.iter().filter(|s| ["A", "B", "C", "D"].contains(&s.0)).map(|(n, g)| (match *n { "A" => "A2", "B" => "B2", "C" => "C2", _ => "D2" }, g.clone())).collect();
+    let stages: Vec<Stage> = stages.into_iter().chain(second).collect();
     let selected: Vec<&str> = if args.is_empty() { stages.iter().map(|s| s.0).collect() } else { args.iter().map(|s| s.as_str()).collect() };
     let cases = cases();
     println!("Scenario set: {}", cases.iter().map(|c| format!("{} (seeds {:?})", c.name, c.seeds)).collect::<Vec<_>>().join(", "));

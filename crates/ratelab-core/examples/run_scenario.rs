@@ -1,4 +1,9 @@
-//! Scratch: run a scenario given as JSON (argv[1]) and print the summary and a 1-s series.
+//! Run one scenario given as JSON and print each flow's summary (and optionally the series).
+//!
+//! ```text
+//! cargo run -p ratelab-core --example run_scenario -- '<scenario JSON>' [seed] [series period s]
+//! ```
+//! Used for the measurements quoted in `docs/controllers/{lcc,iris}.md`.
 use ratelab_core::scenario::Scenario;
 use ratelab_core::sim::build_simulation;
 
