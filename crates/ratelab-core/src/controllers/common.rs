@@ -1,7 +1,7 @@
 //! Small estimators that several controllers share (spec 1.3): windowed min/max filters,
 //! a sliding-window rate meter, and the RTT flavours one can read off a transport feedback.
 
-use crate::controller::TransportFeedback;
+use crate::controller::{PacketResult, TransportFeedback};
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
 
@@ -50,6 +50,10 @@ pub struct RateMeter {
 
 impl RateMeter {
     pub fn new(window: Duration) -> Self { RateMeter { window, samples: VecDeque::new(), sum: Bytes::ZERO } }
+
+    /// Change the window (e.g. to follow a smoothed RTT); takes effect at the next `add`/`rate`.
+    pub fn set_window(&mut self, window: Duration) { self.window = window.max(Duration::from_us(1)); }
+    pub fn window(&self) -> Duration { self.window }
 
     pub fn add(&mut self, now: Time, size: Bytes) {
         self.samples.push_back((now, size));
@@ -103,10 +107,23 @@ pub fn feedback_rtt(fb: &TransportFeedback) -> Option<FeedbackRtt> {
     Some(FeedbackRtt { naive_min: nmin, naive_max: nmax, propagation: prop.max(Duration::ZERO), exact })
 }
 
+/// RTT of one reported packet (spec 1.3): exact when the feedback carries the receiver's report
+/// time (`(t_f − t_s) − (report − t_r)`), otherwise goog_cc-style with the hold time measured
+/// against the newest arrival in the feedback (`(t_f − t_s) − (max_recv − t_r)`).
+/// `None` for a packet reported lost.
+pub fn packet_rtt(fb: &TransportFeedback, p: &PacketResult, max_recv: Time) -> Option<Duration> {
+    let r = p.recv_time?;
+    let hold = match fb.report_time { Some(rt) => rt - r, None => max_recv - r };
+    Some(((fb.feedback_time - p.sent.send_time) - hold).max(Duration::ZERO))
+}
+
+/// Latest arrival time in a feedback (the reference for [`packet_rtt`]).
+pub fn max_recv_time(fb: &TransportFeedback) -> Option<Time> { fb.received().filter_map(|p| p.recv_time).max() }
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::{PacketResult, SentPacket};
+    use crate::controller::SentPacket;
 
     #[test]
     fn windowed_filters() {
@@ -152,5 +169,14 @@ mod tests {
         assert_eq!(r.propagation, Duration::from_ms(150));
         // newest p1: 160 − (150 − 110) = 120
         assert_eq!(r.exact, Some(Duration::from_ms(120)));
+        // per packet: exact p0 = 200 − 0 − (150 − 60) = 110, p1 = 120; lost p2 has none
+        let mx = max_recv_time(&fb).unwrap();
+        assert_eq!(packet_rtt(&fb, &fb.packets[0], mx), Some(Duration::from_ms(110)));
+        assert_eq!(packet_rtt(&fb, &fb.packets[1], mx), Some(Duration::from_ms(120)));
+        assert_eq!(packet_rtt(&fb, &fb.packets[2], mx), None);
+        // without the report time: hold against the newest arrival (p0: 200 − 50 = 150)
+        let fb2 = TransportFeedback { report_time: None, ..fb.clone() };
+        assert_eq!(packet_rtt(&fb2, &fb2.packets[0], mx), Some(Duration::from_ms(150)));
+        assert_eq!(packet_rtt(&fb2, &fb2.packets[1], mx), Some(Duration::from_ms(160)));
     }
 }

@@ -1,0 +1,428 @@
+"""The ``ratelab`` command line: run, list, bench, demo.
+
+Exit codes: 0 ok, 1 interrupted (Ctrl-C), 2 bad input. Bad input of any kind is reported as one
+line ``error: <file>: <field>: <what is wrong>`` on stderr, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import click
+
+from . import __version__
+from .errors import InputError
+from .runner import Interrupted, ScenarioRun, check_controllers, progress_bar, run_scenario
+from .scenario import builtin_descriptions, load_scenario
+
+#: The demo: (built-in scenario, overrides, title, folder).
+DEMO_SCENARIOS: list[tuple[str, list[str], str, str]] = [
+    ("rmcat-5.1", [], "RMCAT 5.1: variable capacity, one flow", "rmcat-5.1"),
+    ("rmcat-5.6", [], "RMCAT 5.6: media against long-lived TCP", "rmcat-5.6"),
+    ("lcc-loss", ["link.loss=0.05"], "LCC loss case: 1 Mbit/s with 5 % random loss", "lcc-loss-5pct"),
+    ("trace-fcc-amazon", [], "Real trace: FCC broadband (Pensieve set)", "trace-fcc-amazon"),
+]
+BENCH_SCENARIOS = ["bench-single", "bench-three", "bench-tcp"]
+#: Controllers the demo leaves out: `fixed` does no congestion control, nothing to compare.
+DEMO_EXCLUDED = {"fixed"}
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+set_option = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                          help="Override a scenario field by dotted path, e.g. link.loss=0.05 or flows[0].start_s=10 (value is a TOML literal). Repeatable.")
+seed_option = click.option("--seed", type=int, default=1, show_default=True, help="Random seed (same seed, same results).")
+
+
+@click.group(context_settings=CONTEXT, invoke_without_command=True)
+@click.version_option(__version__, "-V", "--version", prog_name="ratelab")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """ratelab: compare congestion controllers for real-time video on a simulated bottleneck."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+@cli.command()
+@click.argument("scenario")
+@click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
+              help="Controller for every media flow; repeat to compare several. Default: as in the scenario.")
+@seed_option
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output folder.  [default: results/<scenario>]")
+@set_option
+@click.option("--no-packets", is_flag=True, help="Do not keep the per-packet log (faster, smaller).")
+def run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None, overrides: tuple[str, ...],
+        no_packets: bool) -> None:
+    """Run SCENARIO (a TOML file or a built-in name) and write summary.json, Parquet, plots and report.html."""
+    sc = load_scenario(scenario, overrides)
+    out = out or Path("results") / sc.name
+    try:
+        res = run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=True)
+    except Interrupted as exc:
+        if exc.result.runs:
+            _finish([exc.result], out / "report.html")
+        raise
+    _finish([res], out / "report.html")
+
+
+@cli.command("list")
+def list_cmd() -> None:
+    """List controllers and built-in scenarios, one per line."""
+    from .native import core
+
+    descriptions = builtin_descriptions()
+    width = max(map(len, descriptions), default=0)
+    controllers = core().controllers()
+    width = max([width, *(len(c["name"]) for c in controllers)])
+    for c in controllers:
+        click.echo(f"controller  {c['name']:<{width}}  {c.get('summary', '')}")
+    for name, desc in descriptions.items():
+        click.echo(f"scenario    {name:<{width}}  {desc}")
+
+
+@cli.command()
+@click.option("-s", "--scenario", "scenarios", multiple=True, metavar="SCENARIO",
+              help=f"Scenario to time; repeatable.  [default: {', '.join(BENCH_SCENARIOS)}]")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per scenario; the fastest counts.")
+@seed_option
+@click.option("--markdown", is_flag=True, help="Print a Markdown table (for docs/benchmarks.md).")
+def bench(scenarios: tuple[str, ...], repeat: int, seed: int, markdown: bool) -> None:
+    """Time the simulator: simulated packets per wall second and simulated seconds per wall second."""
+    loaded = [load_scenario(s, ["metrics.packet_log=false"]) for s in (scenarios or BENCH_SCENARIOS)]
+    for sc in loaded:
+        sc.validate()
+    rows = []
+    with progress_bar(sum(sc.duration_s for sc in loaded) * repeat) as cb:
+        for sc in loaded:
+            best = min((run_scenario(sc, seed=seed, progress=cb).runs[0] for _ in range(repeat)), key=lambda r: r.wall_seconds)
+            rows.append((sc, best))
+    headers = ["scenario", "flows", "simulated (s)", "wall (s)", "packets", "packets / wall s", "sim speed"]
+    table = [
+        [sc.name, str(len(r.flows)), f"{r.duration_s:g}", f"{r.wall_seconds:.3f}", f"{r.packets:,}",
+         f"{r.packets / r.wall_seconds:,.0f}" if r.wall_seconds else "–", f"{r.sim_speed:,.0f}×"]
+        for sc, r in rows
+    ]
+    if markdown:
+        command = " ".join(["ratelab bench", *(f"-s {s}" for s in scenarios), f"--repeat {repeat}", "--markdown"])
+        click.echo(f"`{command}` — ratelab {__version__}, "
+                   f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; packet log off; one core.\n")
+        click.echo("| " + " | ".join(headers) + " |")
+        click.echo("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|")
+        for row in table:
+            click.echo("| " + " | ".join(row) + " |")
+        return
+    from rich.table import Table
+
+    t = Table(title="ratelab bench (packet log off)")
+    for i, h in enumerate(headers):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for row in table:
+        t.add_row(*row)
+    _console().print(t)
+
+
+@cli.command()
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("ratelab-demo"), show_default=True,
+              help="Output folder.")
+@click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
+              help="Controllers to compare.  [default: every controller but fixed]")
+@seed_option
+@set_option
+@click.option("--no-packets", is_flag=True, help="Do not keep the per-packet logs.")
+def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[str, ...], no_packets: bool) -> None:
+    """Compare every controller on a few built-in scenarios (incl. a real trace) and write one report.html."""
+    from .native import controller_names
+
+    names = list(controllers) or [n for n in controller_names() if n not in DEMO_EXCLUDED]
+    check_controllers(names)
+    plan = []
+    for name, extra, title, folder in DEMO_SCENARIOS:
+        sc = load_scenario(name, [*extra, *overrides])
+        sc.validate()
+        plan.append((sc, title, folder))
+    done: list[ScenarioRun] = []
+    report = out / "report.html"
+    try:
+        with progress_bar(sum(sc.duration_s for sc, _, _ in plan) * len(names)) as cb:
+            for sc, title, folder in plan:
+                try:
+                    res = run_scenario(sc, names, seed=seed, out_dir=out / folder, packets=not no_packets, progress=cb)
+                except Interrupted as exc:
+                    exc.result.title = title
+                    if exc.result.runs:
+                        done.append(exc.result)
+                    raise
+                res.title = title
+                done.append(res)
+    except Interrupted:
+        if done:
+            _finish(done, report, title="ratelab demo (interrupted)")
+        raise
+    _finish(done, report, title="ratelab demo")
+
+
+@cli.command()
+@click.argument("plan", required=False)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Parent folder of the campaign folder.  [default: the plan's `out`, else results]")
+@click.option("--dry-run", is_flag=True, help="Print the number of runs (and how many are done) without running.")
+@click.option("--status", "show_status", is_flag=True, help="Show done / failed / pending runs of the campaign.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: a process pool on this machine; ray: Ray tasks (pip install 'ratelab[ray]').")
+@click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (auto, ray://HOST:10001, HOST:6379); default: start a local Ray.")
+@click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]")
+@click.option("-q", "--quiet", is_flag=True, help="No line per finished run.")
+def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, engine: str, address: str | None,
+          workers: int | None, quiet: bool) -> int:
+    """Run a campaign PLAN (a plan TOML file or a built-in plan such as `rmcat`): every controller ×
+    scenario × parameter value × seed, one hive-style Parquet folder per run. Rerunning resumes."""
+    from .campaign import builtin_plans, load_plan
+    from .sweep import campaign_root, campaign_status, plan_specs, run_sweep
+
+    if plan is None:
+        raise click.UsageError(f"missing PLAN (a plan file or one of: {', '.join(builtin_plans())})")
+    p = load_plan(plan)
+    root = campaign_root(p, out)
+    specs = plan_specs(p)
+    if dry_run or show_status:
+        st = campaign_status(root, specs)
+        if dry_run:
+            click.echo(f"{len(specs)} runs in campaign '{p.name}' ({root}): "
+                       f"{len(st['done'])} done, {len(st['failed'])} failed, {len(st['pending'])} to run")
+            _validate_specs(specs)
+            return 0
+        click.echo(f"campaign {p.name} ({root})")
+        click.echo(f"done {len(st['done'])}  failed {len(st['failed'])}  pending {len(st['pending'])}  total {len(specs)}")
+        from .store import failures
+
+        failed = set(st["failed"])
+        for f in failures(root):
+            if f.get("run_id") in failed:
+                click.echo(f"failed  {f['run_id']}: {f.get('error', '')}")
+        return 0
+    interactive = sys.stderr.isatty()
+
+    def on_run(summary: dict, res) -> None:
+        if quiet:
+            return
+        n = res.skipped + res.done + res.failed + res.lost
+        st = summary.get("status")
+        extra = f"{summary.get('wall_s', 0):.1f} s" if st == "done" else summary.get("error", "")
+        click.echo(f"[{n}/{res.total}] {st:<6} {summary['run_id']}  {extra}", err=True)
+        if interactive:
+            sys.stderr.flush()
+
+    res = run_sweep(p, root, engine=engine, workers=workers, address=address, on_run=on_run, specs=specs)
+    click.echo(f"campaign {p.name}: {res.total} runs; ran {res.executed} in {res.wall_s:.1f} s "
+               f"({res.runs_per_s:.2f} runs/s), {res.skipped} already done; "
+               f"done {res.done + res.skipped}, failed {res.failed}, pending {res.lost + res.total - res.skipped - res.executed - res.lost}")
+    for run_id, err in res.errors[:20]:
+        click.echo(f"failed  {run_id}: {err}", err=True)
+    click.echo(f"results: {root}")
+    return 0
+
+
+@cli.command()
+@click.option("--traces", "traces", default=None, metavar="DIR",
+              help="Folder (or glob) of trace files.  [default: the traces shipped with ratelab]")
+@click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
+              help="Controllers to rank.  [default: every controller but fixed]")
+@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per trace (1..N).")
+@click.option("--duration", type=click.FloatRange(min=1), default=60, show_default=True, help="Simulated seconds per run (traces loop).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
+              help="Parent folder of the campaign folder `leaderboard/`.")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="HTML file.  [default: <out>/leaderboard/leaderboard.html]")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (with --engine ray).")
+@click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]")
+@click.option("-q", "--quiet", is_flag=True, help="No line per finished run.")
+def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, duration: float, out: Path, report: Path | None,
+                engine: str, address: str | None, workers: int | None, quiet: bool) -> int:
+    """Every controller over every real trace × seeds, ranked in one self-contained HTML page."""
+    from .leaderboard import leaderboard_plan, write_leaderboard
+    from .scenario import TRACE_DIR
+    from .sweep import campaign_root, plan_specs, run_sweep
+
+    check_controllers(controllers)
+    p = leaderboard_plan(traces or TRACE_DIR, controllers, seeds, duration)
+    root = campaign_root(p, out)
+    specs = plan_specs(p)
+
+    def on_run(summary: dict, res) -> None:
+        if not quiet:
+            n = res.skipped + res.done + res.failed + res.lost
+            click.echo(f"[{n}/{res.total}] {summary.get('status'):<6} {summary['run_id']}", err=True)
+
+    res = run_sweep(p, root, engine=engine, workers=workers, address=address, on_run=on_run, specs=specs)
+    path = write_leaderboard(root, report or root / "leaderboard.html")
+    click.echo(f"leaderboard: {res.total} runs ({res.skipped} already done, ran {res.executed} in {res.wall_s:.1f} s, "
+               f"failed {res.failed}); campaign {root}")
+    click.echo(f"report:  {path}")
+    return 0
+
+
+def _validate_specs(specs) -> None:
+    """--dry-run: check each distinct scenario document once; report the invalid ones."""
+    import json
+
+    from .errors import InputError
+    from .scenario import Scenario
+
+    seen: dict[str, str | None] = {}
+    bad = 0
+    for s in specs:
+        key = json.dumps(s.scenario_doc, sort_keys=True, default=str)
+        if key not in seen:
+            try:
+                Scenario(s.scenario_doc, s.scenario).validate()
+                seen[key] = None
+            except InputError as exc:
+                seen[key] = exc.line()
+        if seen[key]:
+            bad += 1
+            click.echo(f"invalid {s.run_id}: {seen[key]}")
+    if bad:
+        click.echo(f"{bad} runs would fail on invalid input")
+
+
+@cli.command()
+@click.argument("campaign")
+@click.argument("sql")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
+              help="Parent folder where CAMPAIGN is looked up (unless CAMPAIGN is a folder itself).")
+@click.option("--format", "fmt_", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+def query(campaign: str, sql: str, out: Path, fmt_: str) -> None:
+    """Run SQL (DuckDB) over a campaign's Parquet files: views flows, runs, series, packets, failures."""
+    from .store import connect
+
+    root = Path(campaign)
+    if not (root.is_dir() and (root / "plan.json").is_file()):
+        root = out / campaign
+    if not root.is_dir():
+        raise InputError(campaign, "", f"no campaign folder (looked for {campaign} and {out / campaign})")
+    import duckdb
+
+    con = connect(root)
+    try:
+        rel = con.execute(sql)
+        cols = [d[0] for d in rel.description] if rel.description else []
+        rows = rel.fetchall() if cols else []
+    except duckdb.Error as exc:
+        raise InputError("query", "", _one_line(str(exc))) from None
+    finally:
+        con.close()
+    if fmt_ == "csv":
+        import csv
+
+        w = csv.writer(sys.stdout)
+        w.writerow(cols)
+        w.writerows(rows)
+        return
+    if fmt_ == "json":
+        import json
+
+        from .results import _strict
+
+        click.echo(json.dumps([_strict(dict(zip(cols, r))) for r in rows], default=str))
+        return
+    from rich.table import Table
+
+    t = Table()
+    for c in cols:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*(_cell(v) for v in r))
+    _console().print(t)
+
+
+def _cell(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+def _finish(results: Sequence[ScenarioRun], report_path: Path, *, title: str | None = None) -> None:
+    """Write summaries, plots and the report; print the summary table and where things are."""
+    from .report import write_report
+    from .results import write_summary
+
+    written = [write_summary(r) for r in results if r.out_dir is not None]
+    write_report(results, report_path, title=title or f"ratelab: {results[0].title or results[0].scenario.name}")
+    console = _console()
+    for res in results:
+        console.print(summary_table(res))
+    for p in written:
+        console.print(f"summary: {p}", highlight=False, soft_wrap=True)
+    console.print(f"report:  {report_path}", highlight=False, soft_wrap=True)
+
+
+def summary_table(res: ScenarioRun):
+    """The per-flow table printed after a run."""
+    from rich.table import Table
+
+    from .report import fmt
+
+    t = Table(title=f"{res.title or res.scenario.name} (seed {res.seed}, {res.scenario.duration_s:g} s)"
+              + (" — interrupted" if res.interrupted else ""))
+    cols = [("controller", "left"), ("link util.", "right"), ("flow", "left"), ("throughput kbit/s", "right"), ("utilization", "right"),
+            ("OWD mean ms", "right"), ("OWD p95 ms", "right"), ("loss", "right"), ("freeze ratio", "right")]
+    for name, justify in cols:
+        t.add_column(name, justify=justify)
+    for run in res.runs:
+        for i, f in enumerate(run.flows):
+            t.add_row(
+                run.name if i == 0 else "",
+                fmt(run.link.get("utilization"), "pct") if i == 0 else "",
+                _flow_name(f),
+                fmt(f.get("throughput_kbps"), "{:.0f}"), fmt(f.get("utilization"), "pct"),
+                fmt(f.get("owd_ms_mean"), "{:.1f}"), fmt(f.get("owd_ms_p95"), "{:.1f}"),
+                fmt(f.get("loss_rate"), "pct"), fmt(f.get("freeze_ratio"), "pct"),
+                end_section=i == len(run.flows) - 1,
+            )
+    return t
+
+
+def _flow_name(f: dict) -> str:
+    label = str(f.get("label", f.get("id", "")))
+    return f"{label} (tcp)" if f.get("kind") == "tcp" and "tcp" not in label else label
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ratelab`` script; returns the exit code."""
+    try:
+        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="ratelab", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
+    except InputError as exc:
+        click.echo(exc.line(), err=True)
+        return 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        click.echo("error: " + _one_line(exc.format_message()), err=True)
+        return 2
+    except (Interrupted, KeyboardInterrupt, click.exceptions.Abort):
+        click.echo("interrupted: finished runs were kept", err=True)
+        return 1
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        click.echo(f"error: {exc.filename}: {exc.strerror or exc}", err=True)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
