@@ -46,24 +46,18 @@ fn lcc_loss_sweep_against_gcc_m60() {
     println!("(loss, U lcc, T_q lcc, U gcc, T_q gcc): {rows:.3?}");
     // paper 000 Table I: LCC 82.4 / 77.3 / 70.6 / 61.6 %, GCC 69.2 / 59.5 / 47.8 / 14.6 %
     for &(loss, u_lcc, _, u_gcc, _) in &rows {
-        let margin = if loss == 0.0 { LOSSLESS_TIE } else { 0.0 };
-        assert!(u_lcc >= u_gcc - margin, "loss {loss}: LCC {u_lcc:.3} < GCC {u_gcc:.3}; {table}");
+        assert!(u_lcc >= u_gcc, "loss {loss}: LCC {u_lcc:.3} < GCC {u_gcc:.3}; {table}");
     }
     let (_, u10, _, g10, _) = rows[3];
     assert!(u10 >= 2.5 * g10, "10 %: LCC {u10:.3} not markedly above GCC {g10:.3}; {table}");
     // loss does not drive LCC's rate down (it reacts to delay only)
-    assert!(u10 >= rows[0].1 - 0.1, "{table}");
+    assert!(u10 >= rows[0].1 - 0.05, "{table}");
     // LCC keeps its queue near its 25 ms target (paper: T_q 13–26 ms), never a standing
     // queue of hundreds of ms on the unlimited buffer
     for &(loss, _, q, _, _) in &rows {
         assert!(q > 5.0 && q < 60.0, "loss {loss}: LCC queuing delay {q:.1} ms; {table}");
     }
 }
-
-/// Without loss GCC (m60) in this lab already reaches ≈ 93.6 % on the deep-queue link (paper:
-/// 69.2 %), and LCC's defaults land within a point of it (grid: 93.7 %); a tie within this
-/// margin counts as "not below" there (docs/controllers/lcc.md).
-const LOSSLESS_TIE: f64 = 0.015;
 
 fn iris_link(flows: serde_json::Value, capacity: f64, duration: f64) -> Scenario {
     scenario(serde_json::json!({

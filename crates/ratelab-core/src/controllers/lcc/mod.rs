@@ -14,9 +14,11 @@
 //! chosen by the grid search of `examples/lcc_grid.rs` (table in `docs/controllers/lcc.md`).
 //! Readings of the ambiguities of spec 3.6 (all switchable): OWDs are aligned with the epoch in
 //! which their packets were *sent* ([`Pairing::SendAligned`]); `S_i` is the *measured* send rate
-//! ([`RateSource::Measured`]); `T_c` starts at `T_A`; start-up doubles the rate every epoch until
-//! `D_ave > T_A`; `T_c` is kept inside the delays the KDE has seen ([`TcClamp`]); Eq. 8 scales
-//! the controller's own last rate.
+//! ([`RateSource::Measured`]) over `rate_window_ms`; `T_c` starts at `T_A`; start-up doubles the
+//! rate every epoch until `D_ave > T_A`; `T_c` is bounded ([`TcClamp`]); Eq. 8 scales the
+//! controller's own last rate. Not in the paper: when `T_c` has left the recorded delays, the
+//! rate explores by `explore_gain` per epoch (the product-kernel mean cannot leave the range of
+//! recorded rates).
 
 pub mod kde;
 
@@ -111,6 +113,14 @@ pub struct LccConfig {
     pub min_pairs: usize,
     /// Pacing rate / target (spec 3.7: 2.5 as WebRTC M60, the paper's testbed).
     pub pacing_factor: f64,
+    /// Apply Eq. 8 at most once until the delay of packets sent after the back-off has been
+    /// observed (TCP's once-per-window rule; not in the paper, which applies it every epoch
+    /// while `D_ave > R·T_A`; grid).
+    pub backoff_once_per_rtt: bool,
+    /// Window of the measured `S_i` in ms, rounded to whole epochs (≥ 1): with 30 fps video an
+    /// epoch of 25–50 ms holds zero, one or two frames, so a one-epoch rate swings by ±50 %
+    /// (spec 3.6 ⚠ "S_i measured"; WebRTC's send-rate statistic averages over a window; grid).
+    pub rate_window_ms: f64,
     /// Exploration per epoch when `T_c` has left the recorded delays: above them while
     /// `D_ave < T_A`, `S = max(E[S | D = T_c], S_i)·(1 + γ)`; below them while `D_ave > T_A`,
     /// `S = min(E[S | D = T_c], S_i)·(1 − γ)` (not in the paper; 0 = literal; grid).
@@ -121,24 +131,26 @@ impl Default for LccConfig {
     /// Chosen by `examples/lcc_grid.rs` (docs/controllers/lcc.md) where the paper is silent.
     fn default() -> Self {
         LccConfig {
-            epoch_ms: 25.0,
+            epoch_ms: 50.0,
             alpha: 0.5,
-            delta: 0.02,
+            delta: 0.1,
             target_offset_ms: 25.0,
             window: 300,
             refit_interval_ms: 1000.0,
-            exorbitant_ratio: 1.5,
+            exorbitant_ratio: 2.0,
             backoff: 0.5,
             bandwidth_scale: 1.0,
-            min_bandwidth_ms: 2.0,
+            min_bandwidth_ms: 0.5,
             kernel: Kernel::Product,
             pairing: Pairing::SendAligned,
             rate_source: RateSource::Measured,
-            tc_clamp: TcClamp::Data,
+            tc_clamp: TcClamp::Band,
             startup_growth: 2.0,
             min_pairs: 5,
             pacing_factor: 2.5,
-            explore_gain: 0.005,
+            rate_window_ms: 100.0,
+            backoff_once_per_rtt: false,
+            explore_gain: 0.01,
         }
     }
 }
@@ -161,6 +173,7 @@ impl LccConfig {
         check(self.startup_growth.is_finite() && self.startup_growth >= 1.0, "startup_growth", "must be ≥ 1")?;
         check(self.min_pairs >= 1, "min_pairs", "must be ≥ 1")?;
         check(self.pacing_factor.is_finite() && self.pacing_factor >= 1.0, "pacing_factor", "must be ≥ 1")?;
+        check(self.rate_window_ms.is_finite() && (0.0..=60_000.0).contains(&self.rate_window_ms), "rate_window_ms", "must be in [0, 60000]")?;
         check(self.explore_gain.is_finite() && (0.0..=1.0).contains(&self.explore_gain), "explore_gain", "must be in [0, 1]")?;
         Ok(())
     }
@@ -206,6 +219,12 @@ pub struct Tracker {
     pub last_sent_kbps: f64,
     /// Time of the last feedback.
     pub last_feedback: Option<Time>,
+    /// Epochs averaged into a measured `S_i` (this one and the `n − 1` before it).
+    rate_epochs: usize,
+    /// Bytes of the most recently closed epochs (at most `rate_epochs − 1`).
+    recent_bytes: VecDeque<i64>,
+    /// Start of the newest epoch whose delay went into `D_ave`.
+    pub observed_since: Option<Time>,
 }
 
 impl Tracker {
@@ -213,9 +232,12 @@ impl Tracker {
         Tracker {
             t0, epoch: epoch.max(Duration::from_ms(1)), alpha, pairing, rate_source, window: window.max(1),
             pending: VecDeque::new(), first: 0, arrived: (0.0, 0), d_min: None, d_ave: None,
-            pairs: VecDeque::new(), last_sent_kbps: 0.0, last_feedback: None,
+            pairs: VecDeque::new(), last_sent_kbps: 0.0, last_feedback: None, rate_epochs: 1, recent_bytes: VecDeque::new(), observed_since: None,
         }
     }
+
+    /// Average the measured send rate over `n` epochs (the closing one and `n − 1` before it).
+    pub fn with_rate_epochs(mut self, n: usize) -> Self { self.rate_epochs = n.clamp(1, 1000); self }
 
     fn index(&self, t: Time) -> u64 { ((t - self.t0).as_us().max(0) / self.epoch.as_us()) as u64 }
 
@@ -242,17 +264,23 @@ impl Tracker {
         }
     }
 
-    /// `S_i` of a send epoch, kbit/s.
-    fn rate_of(&self, e: &SendEpoch) -> f64 {
+    /// `S_i` of a send epoch being closed, kbit/s (measured: over the last `rate_epochs`
+    /// epochs, this one included). Closing order is epoch order, so the history is exact.
+    fn rate_of(&mut self, e: &SendEpoch) -> f64 {
+        let (sum, n) = self.recent_bytes.iter().fold((e.bytes, 1usize), |(s, n), b| (s + b, n + 1));
+        self.recent_bytes.push_back(e.bytes);
+        while self.recent_bytes.len() + 1 > self.rate_epochs { self.recent_bytes.pop_front(); }
         match (self.rate_source, e.target_kbps) {
             (RateSource::Target, Some(t)) => t,
-            _ => e.bytes as f64 * 8.0 / self.epoch.as_secs_f64() / 1e3,
+            _ => sum as f64 * 8.0 / (self.epoch.as_secs_f64() * n as f64) / 1e3,
         }
     }
 
-    /// Fold one epoch OWD into `D_ave` (Eq. 2) and record the pair.
-    fn record(&mut self, s_kbps: f64, d_i: Option<f64>, sent: bool) {
+    /// Fold one epoch OWD into `D_ave` (Eq. 2) and record the pair; `start` is the start of
+    /// the epoch whose packets the OWDs belong to.
+    fn record(&mut self, s_kbps: f64, d_i: Option<f64>, sent: bool, start: Time) {
         if let Some(d) = d_i.filter(|d| d.is_finite()) {
+            self.observed_since = Some(start);
             self.d_ave = Some(match self.d_ave { Some(a) => (1.0 - self.alpha) * a + self.alpha * d, None => d });
             if sent {
                 if let Some(a) = self.d_ave {
@@ -265,10 +293,11 @@ impl Tracker {
 
     fn close_oldest(&mut self) {
         if let Some(e) = self.pending.pop_front() {
+            let start = self.t0 + Duration::from_us(self.first as i64 * self.epoch.as_us());
             self.first += 1;
             let s = self.rate_of(&e);
             let d = (e.owd_n > 0).then(|| e.owd_sum_ms / e.owd_n as f64);
-            self.record(s, d, e.bytes > 0);
+            self.record(s, d, e.bytes > 0, start);
         }
     }
 
@@ -343,11 +372,15 @@ impl Tracker {
             let (mut s, mut sent) = (0.0, false);
             while self.first <= last && !self.pending.is_empty() {
                 let e = self.pending.pop_front().unwrap_or_default();
-                if self.first == last { s = self.rate_of(&e); sent = e.bytes > 0; }
+                let r = self.rate_of(&e);
+                if self.first == last { s = r; sent = e.bytes > 0; }
                 self.first += 1;
             }
             if self.pending.is_empty() && self.first <= last { self.first = last + 1; }
-            self.record(s, d, sent);
+            // literal pairing: the OWDs that arrived now belong to packets sent about one
+            // feedback delay earlier; take the epoch's start as a lower bound
+            let start = self.t0 + Duration::from_us(last as i64 * self.epoch.as_us());
+            self.record(s, d, sent, start);
         }
     }
 }
@@ -373,6 +406,7 @@ pub struct Lcc {
     t_a: Option<f64>,
     backoffs: u64,
     explorations: u64,
+    last_backoff: Option<Time>,
 }
 
 impl Lcc {
@@ -382,7 +416,7 @@ impl Lcc {
         Ok(Lcc {
             cfg, constraints: Constraints::default(), epoch, tracker: None, mode: Mode::Startup,
             rate: Constraints::default().start_rate, next_boundary: Time::MAX, kde: None, last_fit: None,
-            t_c: None, t_a: None, backoffs: 0, explorations: 0,
+            t_c: None, t_a: None, backoffs: 0, explorations: 0, last_backoff: None,
         })
     }
 
@@ -458,9 +492,17 @@ impl Lcc {
         let g = self.cfg.explore_gain;
         let explore = if g > 0.0 && d_ave < t_a && raw >= edge_hi { 1.0 + g } else if g > 0.0 && d_ave > t_a && raw <= edge_lo { 1.0 - g } else { 0.0 };
         if d_ave > self.cfg.exorbitant_ratio * t_a {
-            // Eq. 8
-            self.backoffs += 1;
-            self.rate = self.clamp(self.rate.bps_f64() * self.cfg.backoff);
+            // Eq. 8 (optionally once until its effect can be seen)
+            let seen = match (self.last_backoff, self.tracker.as_ref().and_then(|t| t.observed_since)) {
+                (Some(b), Some(o)) => o >= b,
+                (Some(_), None) => false,
+                (None, _) => true,
+            };
+            if !self.cfg.backoff_once_per_rtt || seen {
+                self.backoffs += 1;
+                self.last_backoff = Some(now);
+                self.rate = self.clamp(self.rate.bps_f64() * self.cfg.backoff);
+            }
             return;
         }
         if n_pairs < self.cfg.min_pairs { return; }
@@ -491,7 +533,8 @@ impl Controller for Lcc {
     fn on_start(&mut self, now: Time, c: Constraints) -> Update {
         self.constraints = c;
         self.rate = c.start_rate.max(c.min_rate).min(c.max_rate);
-        self.tracker = Some(Tracker::new(now, self.epoch, self.cfg.alpha, self.cfg.window, self.cfg.pairing, self.cfg.rate_source));
+        let n = (self.cfg.rate_window_ms / self.cfg.epoch_ms).round().max(1.0) as usize;
+        self.tracker = Some(Tracker::new(now, self.epoch, self.cfg.alpha, self.cfg.window, self.cfg.pairing, self.cfg.rate_source).with_rate_epochs(n));
         self.next_boundary = now + self.epoch;
         self.update()
     }

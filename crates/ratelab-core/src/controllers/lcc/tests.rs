@@ -38,7 +38,7 @@ impl Script {
 }
 
 fn literal_cfg() -> LccConfig {
-    LccConfig { alpha: 1.0, delta: 0.1, target_offset_ms: 25.0, exorbitant_ratio: 2.0, backoff: 0.5, tc_clamp: TcClamp::None, min_pairs: 1, explore_gain: 0.0, ..LccConfig::default() }
+    LccConfig { alpha: 1.0, delta: 0.1, target_offset_ms: 25.0, exorbitant_ratio: 2.0, backoff: 0.5, tc_clamp: TcClamp::None, min_pairs: 1, explore_gain: 0.0, rate_window_ms: 0.0, ..LccConfig::default() }
 }
 
 #[test]
@@ -53,7 +53,7 @@ fn setpoint_step_eq5() {
 /// S = 10, 20, 5 packets of 1200 B per 50 ms = 1920, 3840, 960 kbit/s.
 #[test]
 fn tracker_ewma_and_pairs_hand_computed() {
-    let mut s = Script::new(LccConfig { alpha: 0.2, startup_growth: 1.0, ..LccConfig::default() });
+    let mut s = Script::new(LccConfig { alpha: 0.2, startup_growth: 1.0, rate_window_ms: 0.0, ..LccConfig::default() });
     s.epoch(10, 50.0);
     s.epoch(20, 60.0);
     s.epoch(5, 80.0);
@@ -67,9 +67,22 @@ fn tracker_ewma_and_pairs_hand_computed() {
     assert!((tr.d_ave.unwrap() - 57.6).abs() < 1e-9);
 }
 
+/// Measured S over a 100 ms window (two 50 ms epochs): epochs of 10, 20, 5 packets of 1200 B
+/// → S = 1920 (first epoch alone), (1920 + 3840)/2 = 2880, (3840 + 960)/2 = 2400 kbit/s.
+#[test]
+fn measured_rate_window_averages_epochs() {
+    let mut s = Script::new(LccConfig { startup_growth: 1.0, rate_window_ms: 100.0, ..LccConfig::default() });
+    s.epoch(10, 50.0);
+    s.epoch(20, 50.0);
+    s.epoch(5, 50.0);
+    let got: Vec<f64> = s.lcc.tracker().unwrap().pairs.iter().map(|p| p.0).collect();
+    assert_eq!(got.len(), 3);
+    for (g, w) in got.iter().zip([1920.0, 2880.0, 2400.0]) { assert!((g - w).abs() < 1e-9, "{got:?}"); }
+}
+
 #[test]
 fn window_keeps_latest_n_pairs() {
-    let mut s = Script::new(LccConfig { window: 4, startup_growth: 1.0, ..LccConfig::default() });
+    let mut s = Script::new(LccConfig { window: 4, startup_growth: 1.0, rate_window_ms: 0.0, ..LccConfig::default() });
     for i in 0..10 { s.epoch(1 + i, 50.0); }
     let tr = s.lcc.tracker().unwrap();
     assert_eq!(tr.pairs.len(), 4);
@@ -133,6 +146,26 @@ fn exploration_above_the_data_grows_the_rate_by_gamma() {
     assert_eq!(lit.lcc.exploration_count(), 0);
 }
 
+/// With `backoff_once_per_rtt`, Eq. 8 fires once and then waits until the delay of an epoch
+/// sent after the back-off has been observed. An epoch without packets (no new delay sample)
+/// leaves `D_ave` above `R·T_A`: the literal rule halves again, the once-per-RTT rule waits.
+#[test]
+fn backoff_once_per_rtt_waits_for_its_effect() {
+    for (once, want) in [(false, 2), (true, 1)] {
+        let mut s = Script::new(LccConfig { backoff_once_per_rtt: once, ..literal_cfg() });
+        s.epoch(10, 50.0);
+        s.epoch(20, 100.0);
+        s.epoch(10, 200.0); // D_ave 200 > 150: back-off
+        assert_eq!(s.lcc.backoff_count(), 1);
+        s.epoch(0, 0.0); // nothing new observed, D_ave still 200
+        assert_eq!(s.lcc.backoff_count(), want, "once = {once}");
+        if once {
+            s.epoch(10, 200.0); // packets sent after the back-off still see 200 ms: again
+            assert_eq!(s.lcc.backoff_count(), 2);
+        }
+    }
+}
+
 #[test]
 fn band_clamp_keeps_tc_between_dmin_and_r_ta() {
     let mut s = Script::new(LccConfig { tc_clamp: TcClamp::Band, ..literal_cfg() });
@@ -146,7 +179,7 @@ fn band_clamp_keeps_tc_between_dmin_and_r_ta() {
 #[test]
 fn literal_pairing_uses_owds_arriving_in_the_epoch() {
     // packets sent in epoch 0 arrive (and are reported) during epoch 0 (OWD 5 ms)
-    let mut s = Script::new(LccConfig { pairing: Pairing::Literal, alpha: 1.0, startup_growth: 1.0, ..LccConfig::default() });
+    let mut s = Script::new(LccConfig { pairing: Pairing::Literal, alpha: 1.0, startup_growth: 1.0, rate_window_ms: 0.0, ..LccConfig::default() });
     s.epoch(10, 5.0);
     s.epoch(10, 7.0);
     let tr = s.lcc.tracker().unwrap();
