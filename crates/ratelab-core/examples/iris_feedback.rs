@@ -9,6 +9,8 @@
 //! * `const`: one flow, 10 Mbit/s, 60 s;
 //! * `steps`: one flow, 10 → 5 → 15 → 10 Mbit/s every 20 s (paper Fig. 7 style), 80 s;
 //! * `pair`: two flows, the second from 10 s, 10 Mbit/s, 60 s (Jain over 20–60 s).
+//!
+//! It first prints a table of sender-side variants (header overhead, pacing headroom, T window).
 
 use ratelab_core::metrics::{jain_index, SeriesLog};
 use ratelab_core::scenario::Scenario;
@@ -25,6 +27,29 @@ fn flow_mean(s: &SeriesLog, col: &[f64], f: u32, t0: f64, t1: f64) -> f64 {
     xs.iter().sum::<f64>() / xs.len().max(1) as f64
 }
 
+/// Sender-side variants of `iris` on one flow, 5 Mbit/s, 50 ms RTT, 300 ms buffer, 120 s,
+/// per-packet acks: header-overhead compensation, pacing headroom, T window.
+fn sender_variants(seeds: &[u64]) {
+    println!("\niris sender variants (5 Mbit/s, 120 s, per-packet acks): mean over seeds {seeds:?}");
+    println!("| params | U | T_q mean / p95 (ms) | frame delay (ms) | queue drops |");
+    println!("|---|---|---|---|---|");
+    let variants = [json!({}), json!({"header_bytes": 0}), json!({"header_bytes": 0, "pacing_factor": 1.1}), json!({"pacing_factor": 1.1}), json!({"target_window_s": 30}), json!({"target_window_s": 120})];
+    for params in &variants {
+        let mut acc = [0.0f64; 5];
+        for &seed in seeds {
+            let sc = Scenario::from_json(&json!({"name": "iris-5m", "duration_s": 120, "link": {"capacity_kbps": 5000, "queue": {"ms": 300}},
+                "flows": [flow("iris", &json!({"mode": "per-packet"}), params, 0.0)], "metrics": {"packet_log": false}}).to_string()).expect("scenario");
+            let mut sim = build_simulation(&sc, seed, None).expect("build");
+            sim.run_to_end();
+            let sum = sim.summary();
+            let f = &sum.flows[0];
+            for (a, v) in acc.iter_mut().zip([f.utilization, f.queue_delay_ms_mean.unwrap_or(f64::NAN), f.queue_delay_ms_p95.unwrap_or(f64::NAN), f.frame_delay_ms_mean.unwrap_or(f64::NAN), sum.link.queue_drops as f64]) { *a += v; }
+        }
+        let m: Vec<f64> = acc.iter().map(|a| a / seeds.len() as f64).collect();
+        println!("| `{params}` | {:.3} | {:.1} / {:.1} | {:.0} | {:.0} |", m[0], m[1], m[2], m[3], m[4]);
+    }
+}
+
 fn main() {
     let variants: Vec<(&str, Value, Value)> = vec![
         ("per-packet acks", json!({"mode": "per-packet"}), json!({})),
@@ -34,6 +59,7 @@ fn main() {
         ("TWCC 100 ms, feedback arrival as ACK time", json!({"mode": "twcc", "interval_ms": 100}), json!({"ack_timing": "feedback-arrival"})),
     ];
     let seeds = [1u64, 2, 3];
+    sender_variants(&seeds);
     for controller in ["iris", "iris-mid"] {
         println!("\n{controller}: mean over seeds {seeds:?}");
         println!("| feedback | const: U 0–60 s / 30–60 s | const: T_q mean / p95 (ms) | steps: U | steps: T_q mean / p95 (ms) | pair: Jain 20–60 s | pair: link U |");
