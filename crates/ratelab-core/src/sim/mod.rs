@@ -5,9 +5,11 @@
 //! RNGs seeded from the run seed.
 
 pub mod build;
+pub mod env;
 pub mod events;
 pub mod media_flow;
 pub mod summary;
+pub mod synth;
 pub mod tcp_flow;
 
 use crate::controller::{ReceivedPacket, Update};

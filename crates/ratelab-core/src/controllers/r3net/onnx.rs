@@ -25,7 +25,8 @@ fn err<T>(m: impl Into<String>) -> Result<T, OnnxError> { Err(OnnxError(m.into()
 
 struct Reader<'a> { b: &'a [u8], pos: usize }
 
-enum Field<'a> { Varint(u64), Fixed64(u64), Bytes(&'a [u8]), Fixed32(u32) }
+/// One protobuf field value (64-bit fixed fields are skipped by every ONNX message read here).
+enum Field<'a> { Varint(u64), Fixed64, Bytes(&'a [u8]), Fixed32(u32) }
 
 impl<'a> Reader<'a> {
     fn new(b: &'a [u8]) -> Self { Reader { b, pos: 0 } }
@@ -51,7 +52,7 @@ impl<'a> Reader<'a> {
         let key = self.varint()?;
         let v = match key & 7 {
             0 => Field::Varint(self.varint()?),
-            1 => Field::Fixed64(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes"))),
+            1 => { self.take(8)?; Field::Fixed64 }
             2 => { let n = self.varint()? as usize; Field::Bytes(self.take(n)?) }
             5 => Field::Fixed32(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"))),
             w => return err(format!("unsupported protobuf wire type {w}")),
