@@ -3,7 +3,7 @@
 //! does no I/O), converts errors into Python exceptions that name the field, releases the GIL
 //! while simulating, and never lets a Rust panic cross into Python.
 
-use numpy::{IntoPyArray, PyArrayMethods};
+use numpy::{IntoPyArray, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -242,7 +242,7 @@ impl RlVecEnv {
         let res = py.allow_threads(|| catch_unwind(AssertUnwindSafe(|| -> Result<StepArrays, ConfigError> {
             let steps = inner.step(&acts)?;
             let n = steps.len();
-            let (mut obs, mut rew, mut term, mut trunc, mut fin, mut raw) = (Vec::with_capacity(4 * n), Vec::with_capacity(n), vec![false; n], Vec::with_capacity(n), Vec::with_capacity(4 * n), Vec::with_capacity(RAW * n));
+            let (mut obs, mut rew, term, mut trunc, mut fin, mut raw) = (Vec::with_capacity(4 * n), Vec::with_capacity(n), vec![false; n], Vec::with_capacity(n), Vec::with_capacity(4 * n), Vec::with_capacity(RAW * n));
             for s in &steps {
                 obs.extend_from_slice(&s.out.obs);
                 rew.push(s.out.reward);
@@ -293,6 +293,24 @@ fn synthetic_trace(py: Python<'_>, kind: &str, seed: u64, duration_s: f64, min_k
     Ok((t.into_pyarray_bound(py).into_any().unbind(), c.into_pyarray_bound(py).into_any().unbind()))
 }
 
+/// Run an R3Net ONNX policy in ratelab's Rust runtime over a sequence of scaled observations
+/// (float32 [T, 4]) from a zero hidden state; returns the action means [T] (the `r3net`
+/// controller's decisions before mapping). For parity tests against onnxruntime.
+#[pyfunction]
+fn r3net_policy_steps(py: Python<'_>, model_path: &str, obs: numpy::PyReadonlyArray2<'_, f32>) -> PyResult<PyObject> {
+    use ratelab_core::controllers::r3net::R3NetPolicy;
+    let bytes = std::fs::read(model_path).map_err(|e| PyValueError::new_err(format!("{model_path}: {e}")))?;
+    let shape = obs.shape().to_vec();
+    if shape.len() != 2 || shape[1] != 4 { return Err(PyValueError::new_err("obs must be [T, 4]")); }
+    let v: Vec<f32> = obs.as_array().iter().copied().collect();
+    let out = py.allow_threads(|| catch_unwind(AssertUnwindSafe(|| -> Result<Vec<f32>, String> {
+        let mut p = R3NetPolicy::load(&bytes)?;
+        v.chunks_exact(4).map(|c| p.step(&[c[0], c[1], c[2], c[3]])).collect()
+    }))).map_err(|_| panic_err("r3net policy"))?;
+    let a = out.map_err(PyValueError::new_err)?;
+    Ok(a.into_pyarray_bound(py).into_any().unbind())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -305,5 +323,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RlVecEnv>()?;
     m.add_function(wrap_pyfunction!(rl_env_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(synthetic_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(r3net_policy_steps, m)?)?;
     Ok(())
 }
