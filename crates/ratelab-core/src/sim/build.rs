@@ -155,7 +155,7 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
             }
             FlowKind::Tcp => {
                 let cfg: TcpConfig = controllers::parse_params(&fc.tcp).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
-                let sender = TcpSender::new(&cfg).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
+                let sender = TcpSender::with_seed(&cfg, derive_seed(seed, 3000 + id as u64)).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
                 FlowState::Tcp(Box::new(TcpFlow { sender, receiver: TcpReceiver::new(&cfg), sender_wake: None, receiver_wake: None }))
             }
         };

@@ -138,10 +138,15 @@ pub struct TcpSender {
 }
 
 impl TcpSender {
-    /// Build from a configuration (the controller by name). Fails on an invalid configuration.
-    pub fn new(cfg: &TcpConfig) -> Result<Self, ConfigError> {
+    /// Build from a configuration (the controller by name) with random seed 0. Fails on an
+    /// invalid configuration.
+    pub fn new(cfg: &TcpConfig) -> Result<Self, ConfigError> { Self::with_seed(cfg, 0) }
+
+    /// Build from a configuration; `seed` feeds the controller's random stream (BBR's initial
+    /// ProbeBW phase), so the same seed gives the same run.
+    pub fn with_seed(cfg: &TcpConfig, seed: u64) -> Result<Self, ConfigError> {
         cfg.validate()?;
-        let cc = build_tcp_cc(&cfg.cc, cfg).map_err(|e| ConfigError::new("cc", e))?;
+        let cc = build_tcp_cc(&cfg.cc, cfg, seed).map_err(|e| ConfigError::new("cc", e))?;
         Ok(Self::with_cc(cfg, cc))
     }
 
@@ -434,7 +439,7 @@ impl TcpSender {
         if self.state == CaState::Open && outstanding && self.snd_una() >= self.recover {
             let trigger = self.dupacks >= self.dupthresh || (self.sack && newly_lost > 0);
             if trigger {
-                self.enter_recovery(now, newly_lost);
+                newly_lost = self.enter_recovery(now, newly_lost);
             }
         }
 
@@ -454,8 +459,12 @@ impl TcpSender {
                 state: if prior_state == CaState::Recovery { CaState::Recovery } else { self.state },
                 is_cwnd_limited: cwnd_limited,
                 rate,
+                newly_lost: Bytes::new(newly_lost),
             };
             self.cc.on_ack(&sample);
+            if self.cc.forces_app_limited() {
+                self.app_limited_until = (self.delivered + self.in_flight).max(1);
+            }
         }
         self.cwnd_limited = false;
 
@@ -497,7 +506,7 @@ impl TcpSender {
         }
         self.consecutive_rtos = self.consecutive_rtos.saturating_add(1);
         self.stats.timeouts += 1;
-        self.cc.on_rto(&RtoEvent { now, flight_size: self.flight_size(), consecutive: self.consecutive_rtos });
+        self.cc.on_rto(&RtoEvent { now, flight_size: self.flight_size(), consecutive: self.consecutive_rtos, during_recovery: self.state == CaState::Recovery });
         // Go back: everything not SACKed is lost; the first segment is retransmitted even if
         // SACKed, in case the receiver reneged (RFC 6675 §5.1, RFC 2018).
         for idx in self.una_idx..self.nxt_idx() {
@@ -658,7 +667,8 @@ impl TcpSender {
         lost
     }
 
-    fn enter_recovery(&mut self, now: Time, mut newly_lost: i64) {
+    /// Returns `newly_lost` plus what entering recovery marked lost.
+    fn enter_recovery(&mut self, now: Time, mut newly_lost: i64) -> i64 {
         self.state = CaState::Recovery;
         self.recovery_point = self.snd_nxt();
         self.recover = self.recovery_point;
@@ -676,6 +686,7 @@ impl TcpSender {
         });
         self.inflation = if self.uses_inflation() { self.dupthresh as i64 * self.mss } else { 0 };
         self.force_retransmit = self.lost_count > 0;
+        newly_lost
     }
 
     fn exit_recovery(&mut self, now: Time) {
@@ -890,16 +901,17 @@ mod tests {
     fn rto_after_rtt_samples_uses_the_estimate_and_doubles() {
         let mut net = net_dropping(&cfg(true), &[]);
         // ACKs get through until 150 ms: one round of ten 100 ms samples. SRTT = 100 ms and
-        // RTTVAR = 50·0.75⁹ ≈ 3.75 ms (3 753 µs after integer rounding), so SRTT + 4·RTTVAR = 115 ms, floored to min RTO 200 ms.
+        // RTTVAR = 50·0.75⁹ ≈ 3.75 ms (3 753 µs after integer rounding); 4·RTTVAR = 15 ms is
+        // floored at the 200 ms min RTO (Linux rule), so RTO = 100 + 200 = 300 ms.
         net.drop_ack = Box::new(|t, _| t >= Time::from_ms(150));
         net.run(Time::from_ms(2_500), check_conservation);
         assert_eq!(net.s.srtt(), Some(Duration::from_ms(100)));
         assert_eq!(net.s.rtt_estimator().rttvar(), Duration::from_us(3_753));
         let rtos: Vec<Time> = net.trace().iter().filter(|e| matches!(e.step, Step::Rto)).map(|e| e.t).collect();
-        // Timer re-armed by the last ACK at 100 ms: 100 + 200, then +400, +800.
-        assert_eq!(rtos, vec![Time::from_ms(300), Time::from_ms(700), Time::from_ms(1500)]);
-        assert_eq!(net.s.rto(), Duration::from_ms(1600));
-        assert_eq!(retransmissions(&net)[0], (Time::from_ms(300), 10_000));
+        // Timer re-armed by the last ACK at 100 ms: 100 + 300, then +600, +1200.
+        assert_eq!(rtos, vec![Time::from_ms(400), Time::from_ms(1000), Time::from_ms(2200)]);
+        assert_eq!(net.s.rto(), Duration::from_ms(2400));
+        assert_eq!(retransmissions(&net)[0], (Time::from_ms(400), 10_000));
         // FlightSize at the first timeout: 20 segments.
         assert_eq!(net.s.ssthresh(), Bytes::new(10_000));
         assert_eq!(net.s.cwnd(), Bytes::new(MSS));
