@@ -63,7 +63,8 @@ def test_onnx_matches_torch_step_by_step(net, tmp_path):
     ref = _torch_steps(net, obs)
     spread = []
     for o, (a_t, v_t, h_t) in zip(obs, ref):
-        a, v, h = sess.run(None, {"obs": o[None], "h": h})
+        a, v, s, h = sess.run(None, {"obs": o[None], "h": h})
+        assert s[0, 0] == pytest.approx(float(net.std()), rel=1e-6)
         assert a[0, 0] == pytest.approx(a_t, abs=1e-5)
         assert v[0, 0] == pytest.approx(v_t, abs=1e-5)
         np.testing.assert_allclose(h, h_t, atol=1e-5)
@@ -87,7 +88,7 @@ def test_shipped_model_same_in_rust_and_onnxruntime():
     h = np.zeros((1, 1, 64), np.float32)
     want = []
     for o in obs:
-        a, _v, h = sess.run(None, {"obs": o[None], "h": h})
+        a, *_, h = sess.run(None, {"obs": o[None], "h": h})
         want.append(a[0, 0])
     np.testing.assert_allclose(_core.r3net_policy_steps(str(SHIPPED), obs), want, atol=1e-5)
 

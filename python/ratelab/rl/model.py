@@ -6,7 +6,8 @@ with a state-independent learned std (``softplus(θ)``); the critic head has the
 the sigmoid. Layer sizes are the spec's reconstruction (the paper's Figure 1 is not available).
 
 The ONNX file is a *single step*: inputs ``obs [1, 4]`` and ``h [1, 1, 64]``; outputs
-``action_mean [1, 1]``, ``value [1, 1]`` and ``h_out [1, 1, 64]``. It is written node by node
+``action_mean [1, 1]``, ``value [1, 1]``, ``action_std [1, 1]`` (the Gaussian policy's std, a
+constant) and ``h_out [1, 1, 64]``. It is written node by node
 with ``onnx.helper`` (standard operators Gemm, LeakyRelu, Unsqueeze, GRU, Squeeze, Sigmoid) so
 that its operator set does not depend on the PyTorch exporter version; the Rust runtime in
 ``ratelab-core`` (``controllers/r3net/onnx.rs``) and onnxruntime both run it, and the tests check
@@ -130,12 +131,15 @@ def to_onnx_model(net: R3Net, meta: dict[str, str] | None = None):
         y2, n = linear(f"{prefix}.act", head[2], f"{prefix}.2"); nodes.append(n)
         nodes.append(helper.make_node("Identity", [y2], [out]))
     nodes.append(helper.make_node("Sigmoid", ["actor.pre"], ["action_mean"]))
+    std = init("std", net.std().detach().reshape(1, 1).float())
+    nodes.append(helper.make_node("Identity", [std], ["action_std"]))
     graph = helper.make_graph(
         nodes, "r3net",
         [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [1, OBS_DIM]),
          helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 1, H])],
         [helper.make_tensor_value_info("action_mean", TensorProto.FLOAT, [1, 1]),
          helper.make_tensor_value_info("value", TensorProto.FLOAT, [1, 1]),
+         helper.make_tensor_value_info("action_std", TensorProto.FLOAT, [1, 1]),
          helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [1, 1, H])],
         initializer=inits,
     )

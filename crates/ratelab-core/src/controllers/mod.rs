@@ -73,7 +73,7 @@ pub fn registry() -> &'static [Entry] {
             name: "r3net",
             summary: "R3Net: receiver-side RL estimator (GRU policy, ONNX model run in Rust) every 50 ms, REMB-like feedback",
             defaults: defaults_of::<r3net::R3NetConfig>,
-            build: |p, _| r3net::build(parse_params(p)?),
+            build: |p, cx| r3net::build(parse_params(p)?, cx.seed),
         },
     ];
     ENTRIES

@@ -10,8 +10,14 @@
 //! ships with ratelab (`python/ratelab/models/r3net.onnx`, embedded at compile time).
 //!
 //! Model contract: inputs `(obs [1, 4], h [1, 1, H])`; outputs: the first is the action mean in
-//! (0, 1) with one element, the last is the new hidden state `[1, 1, H]` (a critic output in
-//! between is allowed and ignored). Deployment uses the mean action (no sampling).
+//! (0, 1) with one element, the last is the new hidden state `[1, 1, H]`; an output named
+//! `action_std` (one element) carries the Gaussian policy's std (a critic output is ignored).
+//!
+//! Sampling (parameter `sample`, default on): the controller acts like the policy it was trained
+//! as — `a ~ N(μ, σ)` clipped to [0, 1], from a seeded RNG (runs stay reproducible). A PPO policy
+//! with a learned std can rely on its exploration noise: with the mean action alone the shipped
+//! model under-uses the link (it probes upwards through the noise; docs/models/r3net.md shows
+//! both). Paper 004 also reports R3Net's actions as noisy. `sample = false` uses μ.
 
 pub mod features;
 pub mod onnx;
@@ -21,6 +27,9 @@ use crate::error::ConfigError;
 use crate::units::{Bitrate, Duration, Time};
 use features::{Observation, WindowFeatures};
 use onnx::{OnnxModel, Tensor};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -42,10 +51,12 @@ pub struct R3NetConfig {
     pub log_min_kbps: f64,
     /// Pacing rate as a multiple of the estimate (spec 10.2: 1.1, GCC convention).
     pub pacing_factor: f64,
+    /// Sample the action from the policy's Gaussian (as in training) instead of using its mean.
+    pub sample: bool,
 }
 
 impl Default for R3NetConfig {
-    fn default() -> Self { R3NetConfig { model: String::new(), mapping: "linear".into(), max_kbps: 8000.0, log_min_kbps: 10.0, pacing_factor: 1.1 } }
+    fn default() -> Self { R3NetConfig { model: String::new(), mapping: "linear".into(), max_kbps: 8000.0, log_min_kbps: 10.0, pacing_factor: 1.1, sample: true } }
 }
 
 /// Action in [0, 1] → bandwidth estimate.
@@ -80,6 +91,7 @@ pub struct R3NetPolicy {
     model: Arc<OnnxModel>,
     hidden: usize,
     h: Vec<f32>,
+    std_output: Option<usize>,
 }
 
 impl R3NetPolicy {
@@ -89,7 +101,8 @@ impl R3NetPolicy {
         if model.inputs[0].1 != [Some(1), Some(4)] { return Err(format!("input 0 must be obs [1, 4], got {:?}", model.inputs[0].1)); }
         let hidden = match model.inputs[1].1.as_slice() { [Some(1), Some(1), Some(h)] if *h > 0 => *h, d => return Err(format!("input 1 must be h [1, 1, H], got {d:?}")) };
         if model.outputs.len() < 2 { return Err("an R3Net model has at least 2 outputs (action mean, …, h)".into()); }
-        let mut p = R3NetPolicy { model: Arc::new(model), hidden, h: vec![0.0; hidden] };
+        let std_output = model.outputs.iter().position(|(n, _)| n == "action_std");
+        let mut p = R3NetPolicy { model: Arc::new(model), hidden, h: vec![0.0; hidden], std_output };
         // Smoke-run once so that a model with inconsistent shapes fails at load, not mid-run.
         p.step(&[0.0; 4])?;
         p.reset();
@@ -100,13 +113,20 @@ impl R3NetPolicy {
     pub fn reset(&mut self) { self.h.iter_mut().for_each(|v| *v = 0.0); }
 
     /// One 50-ms decision: scaled observation → action mean in (0, 1); updates the hidden state.
-    pub fn step(&mut self, obs: &[f32; 4]) -> Result<f32, String> {
+    pub fn step(&mut self, obs: &[f32; 4]) -> Result<f32, String> { self.step_with_std(obs).map(|(m, _)| m) }
+
+    /// Like [`R3NetPolicy::step`], also returning the policy's std (0 when the model has none).
+    pub fn step_with_std(&mut self, obs: &[f32; 4]) -> Result<(f32, f32), String> {
         let out = self.model.run(&[Tensor::f32(vec![1, 4], obs.to_vec()), Tensor::f32(vec![1, 1, self.hidden], self.h.clone())]).map_err(|e| e.to_string())?;
         let a = out.first().cloned().ok_or("no output")?.into_floats().map_err(|e| e.to_string())?;
         let h = out.last().cloned().ok_or("no output")?.into_floats().map_err(|e| e.to_string())?;
         if a.len() != 1 || h.len() != self.hidden { return Err(format!("model outputs have {} / {} values, expected 1 / {}", a.len(), h.len(), self.hidden)); }
         if h.iter().all(|v| v.is_finite()) { self.h = h; }
-        Ok(a[0])
+        let std = match self.std_output.and_then(|i| out.get(i)) {
+            Some(t) => t.clone().into_floats().map_err(|e| e.to_string())?.first().copied().filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(0.0),
+            None => 0.0,
+        };
+        Ok((a[0], std))
     }
 }
 
@@ -116,11 +136,13 @@ pub struct R3NetEstimator {
     mapping: Mapping,
     features: WindowFeatures,
     last: Option<Observation>,
+    /// Seeded RNG when sampling actions (None: mean action).
+    rng: Option<ChaCha8Rng>,
 }
 
 impl R3NetEstimator {
-    pub fn new(policy: R3NetPolicy, mapping: Mapping) -> Self {
-        R3NetEstimator { policy, mapping, features: WindowFeatures::new(Time::ZERO), last: None }
+    pub fn new(policy: R3NetPolicy, mapping: Mapping, sample_seed: Option<u64>) -> Self {
+        R3NetEstimator { policy, mapping, features: WindowFeatures::new(Time::ZERO), last: None, rng: sample_seed.map(ChaCha8Rng::seed_from_u64) }
     }
     pub fn last_observation(&self) -> Option<Observation> { self.last }
 }
@@ -133,8 +155,12 @@ impl ReceiverEstimator for R3NetEstimator {
         let obs = self.features.take(now);
         self.last = Some(obs);
         // A model error (not expected after the load check) keeps the previous estimate.
-        let a = self.policy.step(&obs.scaled()).ok()?;
-        Some(Bitrate::from_kbps_f64(self.mapping.kbps(a as f64)))
+        let (mu, std) = self.policy.step_with_std(&obs.scaled()).ok()?;
+        let a = match self.rng.as_mut() {
+            Some(rng) if std > 0.0 => mu as f64 + std as f64 * rng.sample::<f64, _>(StandardNormal),
+            _ => mu as f64,
+        };
+        Some(Bitrate::from_kbps_f64(self.mapping.kbps(a)))
     }
 }
 
@@ -171,12 +197,12 @@ fn model_bytes(cfg: &R3NetConfig) -> Result<std::borrow::Cow<'static, [u8]>, Con
 }
 
 /// Build both halves (registry entry `r3net`).
-pub fn build(cfg: R3NetConfig) -> Result<super::Built, ConfigError> {
+pub fn build(cfg: R3NetConfig, seed: u64) -> Result<super::Built, ConfigError> {
     let mapping = Mapping::from_config(&cfg)?;
     if !(cfg.pacing_factor.is_finite() && cfg.pacing_factor >= 1.0) { return Err(ConfigError::new("pacing_factor", "must be ≥ 1")); }
     let bytes = model_bytes(&cfg)?;
     let policy = R3NetPolicy::load(&bytes).map_err(|e| ConfigError::new("model", format!("{}: {e}", if cfg.model.is_empty() { "shipped model" } else { &cfg.model })))?;
-    Ok(super::Built { sender: Box::new(RateFollower::new(cfg.pacing_factor)), receiver: Some(Box::new(R3NetEstimator::new(policy, mapping))) })
+    Ok(super::Built { sender: Box::new(RateFollower::new(cfg.pacing_factor)), receiver: Some(Box::new(R3NetEstimator::new(policy, mapping, cfg.sample.then_some(seed)))) })
 }
 
 #[cfg(test)]
