@@ -103,6 +103,24 @@ def train_r3net(args: tuple[str, ...]) -> None:
         raise click.exceptions.Exit(rc)
 
 
+@cli.group(context_settings=CONTEXT)
+def reproduce() -> None:
+    """Reproduce a paper's headline table with ratelab's controllers."""
+
+
+@reproduce.command("r3net")
+@click.option("--duration", type=float, default=120.0, show_default=True, help="Seconds per run.")
+@seed_option
+@click.option("--model", type=click.Path(dir_okay=False, exists=True), default=None, help="ONNX model for r3net (default: shipped).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the Markdown table here.")
+def reproduce_r3net(duration: float, seed: int, model: str | None, out: Path | None) -> None:
+    """Paper 004 Table 1 metrics over the held-out test traces: r3net beside every other controller."""
+    from .rl import reproduce as rep
+
+    args = ["--duration", str(duration), "--seed", str(seed)] + (["--model", model] if model else []) + (["--out", str(out)] if out else [])
+    rep.main(args)
+
+
 @cli.command("list")
 def list_cmd() -> None:
     """List controllers and built-in scenarios, one per line."""
