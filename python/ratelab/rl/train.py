@@ -285,13 +285,16 @@ def plot_learning_curve(csv_path: str | Path, png: str | Path) -> Path | None:
         return None
     steps = np.array([float(r["steps"]) for r in rows])
     rew = np.array([float(r["episode_reward"]) for r in rows])
+    ok = ~np.isnan(rew)  # rows where episodes ended
+    steps, rew = steps[ok], rew[ok]
+    if not len(rew):
+        return None
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps / 1e6, rew, lw=0.8, alpha=0.4, label="per update")
-    k = max(1, len(rew) // 30)
-    ok = ~np.isnan(rew)
-    if ok.sum() > k:
-        sm = np.convolve(np.nan_to_num(rew), np.ones(k) / k, mode="valid")
-        ax.plot(steps[k - 1:] / 1e6, sm, lw=1.6, label=f"moving mean ({k})")
+    ax.plot(steps / 1e6, rew, lw=0.8, alpha=0.5, label="episodes ending in the update")
+    k = max(1, len(rew) // 20)
+    if len(rew) > k > 1:
+        sm = np.convolve(rew, np.ones(k) / k, mode="valid")
+        ax.plot(steps[k - 1:] / 1e6, sm, lw=1.8, label=f"moving mean ({k})")
     ax.set_xlabel("environment steps (millions)")
     ax.set_ylabel("mean reward per 50-ms step")
     ax.set_title("R3Net PPO training")

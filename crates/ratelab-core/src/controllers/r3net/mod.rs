@@ -234,6 +234,21 @@ mod tests {
     }
 
     #[test]
+    fn sampling_is_seeded_and_off_gives_the_mean() {
+        let p = R3NetPolicy::load(SHIPPED_MODEL).unwrap();
+        let (mu, std) = p.clone().step_with_std(&[0.0, 5.0, 0.0, 0.0]).unwrap();
+        assert!(std > 0.0 && std < 0.5, "the shipped model carries its policy std ({std})");
+        let run = |seed: Option<u64>| {
+            let mut e = R3NetEstimator::new(p.clone(), Mapping::Linear { max: 8000.0 }, seed);
+            (1..=20).map(|k| e.on_tick(Time::from_ms(50 * k)).unwrap().bps()).collect::<Vec<_>>()
+        };
+        assert_eq!(run(Some(1)), run(Some(1)));
+        assert_ne!(run(Some(1)), run(Some(2)));
+        // without sampling the first decision (empty window, zero state) is exactly mapping(μ)
+        assert_eq!(run(None)[0], Bitrate::from_kbps_f64(8000.0 * mu as f64).bps());
+    }
+
+    #[test]
     fn follower_tracks_remote_estimate_within_constraints() {
         let mut f = RateFollower::new(1.1);
         let c = Constraints { min_rate: Bitrate::from_kbps(50), max_rate: Bitrate::from_kbps(4000), start_rate: Bitrate::from_kbps(300) };
