@@ -80,3 +80,54 @@ def evaluate(policy, episodes: int = 16, seed: int = 12345, traces: Any = "test"
         loss_pct=float(np.mean(loss)),
         episodes=episodes,
     )
+
+
+class OnnxPolicy:
+    """An exported R3Net ONNX model in onnxruntime; ``sample=True`` draws ``N(μ, action_std)``
+    like the ``r3net`` controller (seeded), else the mean action."""
+
+    def __init__(self, path, sample: bool = True, seed: int = 0):
+        import onnxruntime as ort
+
+        self.sess = ort.InferenceSession(str(path))
+        self.names = [o.name for o in self.sess.get_outputs()]
+        self.hidden = self.sess.get_inputs()[1].shape[2]
+        self.sample, self.rng = sample, np.random.default_rng(seed)
+
+    def reset(self, n: int) -> None:
+        self.h = np.zeros((n, 1, 1, self.hidden), np.float32)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        out = np.empty(len(obs), np.float32)
+        for i, o in enumerate(obs):
+            res = dict(zip(self.names, self.sess.run(None, {"obs": o[None].astype(np.float32), "h": self.h[i]})))
+            self.h[i] = res["h_out"]
+            mu = float(res["action_mean"][0, 0])
+            std = float(res["action_std"][0, 0]) if "action_std" in res else 0.0
+            out[i] = np.clip(mu + std * self.rng.standard_normal(), 0.0, 1.0) if self.sample else mu
+        return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ratelab.rl.evaluate [--model PATH]``: the model card's test table."""
+    import argparse
+    from pathlib import Path
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--model", default=str(Path(__file__).resolve().parent.parent / "models" / "r3net.onnx"))
+    p.add_argument("--episodes", type=int, default=64)
+    p.add_argument("--seed", type=int, default=2024)
+    p.add_argument("--traces", default="test")
+    a = p.parse_args(argv)
+    rows = [("R3Net, sampled (as deployed)", OnnxPolicy(a.model, True)), ("R3Net, mean action", OnnxPolicy(a.model, False))]
+    rows += [(f"constant {c} ({c * 8000:.0f} kbit/s)", ConstantPolicy(c)) for c in (0.025, 0.05, 0.1, 0.2)]
+    print("| policy | reward/step | utilization | RTT mean (ms) | p50 | p95 | loss |\n|---|---:|---:|---:|---:|---:|---:|")
+    for name, pol in rows:
+        r = evaluate(pol, episodes=a.episodes, seed=a.seed, traces=a.traces)
+        print(f"| {name} | {r.reward:.3f} | {100 * r.utilization:.1f} % | {r.rtt_mean_ms:.0f} | {r.rtt_p50_ms:.0f} | "
+              f"{r.rtt_p95_ms:.0f} | {r.loss_pct:.2f} % |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
