@@ -440,7 +440,7 @@ fn reshape(x: &Tensor, target: &[i64]) -> Result<Tensor, OnnxError> {
         }
     }
     let known: usize = shape.iter().product();
-    if let Some(i) = infer { if known == 0 || n % known != 0 { return err("Reshape: cannot infer -1"); } shape[i] = n / known; }
+    if let Some(i) = infer { if known == 0 || !n.is_multiple_of(known) { return err("Reshape: cannot infer -1"); } shape[i] = n / known; }
     if shape.iter().product::<usize>() != n { return err(format!("Reshape: {:?} → {:?} changes the element count", x.shape, target)); }
     Ok(Tensor { shape, data: x.data.clone() })
 }
