@@ -64,7 +64,7 @@ def test_onnx_matches_torch_step_by_step(net, tmp_path):
     spread = []
     for o, (a_t, v_t, h_t) in zip(obs, ref):
         a, v, s, h = sess.run(None, {"obs": o[None], "h": h})
-        assert s[0, 0] == pytest.approx(float(net.std()), rel=1e-6)
+        assert s[0, 0] == pytest.approx(float(net.std().detach()), rel=1e-6)
         assert a[0, 0] == pytest.approx(a_t, abs=1e-5)
         assert v[0, 0] == pytest.approx(v_t, abs=1e-5)
         np.testing.assert_allclose(h, h_t, atol=1e-5)

@@ -35,3 +35,16 @@ def test_reproduce_runs_every_controller_on_the_test_traces(core):
         assert 0 <= m["utilization"] <= 150 and m["rtt_p50"] <= m["rtt_p95"] and m["loss"] >= 0
     md = rep.markdown(res, 2.0, 1.0)
     assert "R3Net (paper)" in md and "| oracle |" in md
+
+
+def test_run_with_model_flag_uses_r3net(core, cli, tmp_path):
+    import json
+    from pathlib import Path
+
+    model = Path(rep.__file__).resolve().parent.parent / "models" / "r3net.onnx"
+    r = cli("run", "rmcat-5.1", "--model", str(model), "--no-packets", "--set", "duration_s=5", "--out", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert "r3net" in json.dumps(s)
+    r = cli("run", "rmcat-5.1", "--model", str(tmp_path / "missing.onnx"))
+    assert r.returncode == 2 and "missing.onnx" in r.stderr
