@@ -19,6 +19,7 @@ pub mod fixed;
 pub mod gcc;
 pub mod nada;
 pub mod oracle;
+pub mod r3net;
 pub mod scream;
 #[cfg(test)]
 pub(crate) mod testkit;
@@ -153,6 +154,12 @@ pub fn registry() -> &'static [Entry] {
             summary: "follows the true fair share of the bottleneck capacity (upper bound for reports)",
             defaults: defaults_of::<oracle::OracleConfig>,
             build: |p, cx| Ok(Built::sender(oracle::Oracle::new(parse_params(p)?, cx)?)),
+        },
+        Entry {
+            name: "r3net",
+            summary: "R3Net: receiver-side RL estimator (GRU policy, ONNX model run in Rust) every 50 ms, REMB-like feedback",
+            defaults: defaults_of::<r3net::R3NetConfig>,
+            build: |p, cx| r3net::build(parse_params(p)?, cx.seed),
         },
     ];
     ENTRIES
