@@ -34,10 +34,16 @@ pub struct BuildContext {
     /// Ground truth for reference controllers (`oracle`): this flow's fair share of the
     /// bottleneck at time t. Real controllers must not use it.
     pub fair_share: Option<Arc<dyn Fn(Time) -> Bitrate + Send + Sync>>,
+    /// File access injected by the driver (the core itself does no I/O): reads a file a
+    /// parameter names, e.g. an ONNX model. `None`: such parameters are an error.
+    pub read_file: Option<FileReader>,
 }
 
+/// Reads a whole file by path; the error is a message for the user.
+pub type FileReader = Arc<dyn Fn(&str) -> Result<Vec<u8>, String> + Send + Sync>;
+
 impl BuildContext {
-    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None } }
+    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None, read_file: None } }
 }
 
 /// A constructed controller: the sender part, plus a receiver part for receiver-side estimators.
@@ -159,7 +165,7 @@ pub fn registry() -> &'static [Entry] {
             name: "r3net",
             summary: "R3Net: receiver-side RL estimator (GRU policy, ONNX model run in Rust) every 50 ms, REMB-like feedback",
             defaults: defaults_of::<r3net::R3NetConfig>,
-            build: |p, cx| r3net::build(parse_params(p)?, cx.seed),
+            build: |p, cx| r3net::build(parse_params(p)?, cx),
         },
     ];
     ENTRIES
