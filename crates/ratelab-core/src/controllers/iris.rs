@@ -88,10 +88,11 @@ pub struct IrisConfig {
     pub ack_timing: AckTiming,
     /// Pacing rate / x (spec 4.7: Iris sends at x, so 1).
     pub pacing_factor: f64,
-    /// Per-packet header bytes of the transport (IP + UDP + RTP + extensions; the lab's
-    /// `media.header_bytes`). x is a wire rate while the encoder target is a payload rate:
-    /// the target is `x · payload/wire` of the recently sent packets, so that the encoder's
-    /// output on the wire matches x. 0 hands x to the encoder unchanged.
+    /// Per-packet header bytes to remove before the encoder (IP + UDP + RTP + extensions).
+    /// x is a wire rate; a sender whose encoder target is a payload rate needs the target
+    /// `x · payload/wire` so that the encoder's output on the wire matches x. 0 (default) hands
+    /// x over unchanged: the lab's sender already removes the overhead
+    /// (`media.overhead_accounting`, on by default); set 40 when that is off.
     pub header_bytes: f64,
 }
 
@@ -113,7 +114,7 @@ impl Default for IrisConfig {
             packet_bytes: 1200.0,
             ack_timing: AckTiming::Reconstructed,
             pacing_factor: 1.0,
-            header_bytes: 40.0,
+            header_bytes: 0.0,
         }
     }
 }
@@ -656,17 +657,19 @@ mod tests {
         assert!((s.rate.bps_f64() - want).abs() < 2.0, "{} vs {want}", s.rate.bps_f64());
     }
 
-    /// The encoder gets x · payload/wire: packets of 1200 B with 40 B of headers → 1160/1200.
+    /// With `header_bytes` 40 the encoder gets x · payload/wire: packets of 1200 B → 1160/1200;
+    /// with the default 0 it gets x.
     #[test]
     fn encoder_target_leaves_out_the_headers() {
-        let mut s = Script::new(IrisConfig::default());
+        let mut s = Script::new(IrisConfig { header_bytes: 40.0, ..IrisConfig::default() });
         assert_eq!(s.target, Some(Bitrate::from_kbps(100)), "no packet seen yet: fraction 1");
         for _ in 0..30 { s.epoch(10, 30.0, &[]); } // 300 packets: the EWMA has converged
         let want = s.rate.bps_f64() * 1160.0 / 1200.0;
         let got = s.target.unwrap().bps_f64();
         assert!((got - want).abs() < 1e-3 * want, "{got} vs {want}");
-        let plain = Iris::new(IrisConfig { header_bytes: 0.0, ..IrisConfig::default() }).unwrap();
-        assert_eq!(plain.payload_fraction, 1.0);
+        let mut plain = Script::new(IrisConfig::default());
+        for _ in 0..5 { plain.epoch(10, 30.0, &[]); }
+        assert_eq!(plain.target, Some(plain.rate));
     }
 
     #[test]

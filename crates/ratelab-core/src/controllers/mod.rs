@@ -10,8 +10,10 @@ use serde::Serialize;
 use std::sync::Arc;
 
 pub mod aimd;
+pub mod bbr;
 pub mod common;
 pub mod copa;
+pub mod cross;
 pub mod dcrc;
 pub mod fixed;
 pub mod gcc;
@@ -19,7 +21,10 @@ pub mod iris;
 pub mod lcc;
 pub mod nada;
 pub mod oracle;
+pub mod r3net;
 pub mod scream;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod tfrc;
 pub mod vivace;
 
@@ -31,10 +36,16 @@ pub struct BuildContext {
     /// Ground truth for reference controllers (`oracle`): this flow's fair share of the
     /// bottleneck at time t. Real controllers must not use it.
     pub fair_share: Option<Arc<dyn Fn(Time) -> Bitrate + Send + Sync>>,
+    /// File access injected by the driver (the core itself does no I/O): reads a file a
+    /// parameter names, e.g. an ONNX model. `None`: such parameters are an error.
+    pub read_file: Option<FileReader>,
 }
 
+/// Reads a whole file by path; the error is a message for the user.
+pub type FileReader = Arc<dyn Fn(&str) -> Result<Vec<u8>, String> + Send + Sync>;
+
 impl BuildContext {
-    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None } }
+    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None, read_file: None } }
 }
 
 /// A constructed controller: the sender part, plus a receiver part for receiver-side estimators.
@@ -82,6 +93,24 @@ pub fn registry() -> &'static [Entry] {
             summary: "Iris-mid (paper 001 VI-B4): Iris with the median RTT of the window as target delay T",
             defaults: || serde_json::to_value(iris::IrisConfig::mid()).unwrap_or(serde_json::Value::Null),
             build: |p, _| Ok(Built::sender(iris::Iris::new(iris_mid_params(p)?)?)),
+        },
+        Entry {
+            name: "bbr-webrtc",
+            summary: "BBRv1 as shipped in libwebrtc (2018-2019), with its congestion window gating the pacer",
+            defaults: defaults_of::<bbr::BbrWebrtcConfig>,
+            build: |p, cx| Ok(Built::sender(bbr::BbrWebrtc::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "rbbr",
+            summary: "Rate BBR (Cross paper 002): WebRTC-BBR without cwnd, pacing and target discounts",
+            defaults: defaults_of::<bbr::RbbrConfig>,
+            build: |p, cx| Ok(Built::sender(bbr::Rbbr::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "cross",
+            summary: "Cross (paper 002): delay-based MIMD on queue load with fast bandwidth adaptation",
+            defaults: defaults_of::<cross::CrossConfig>,
+            build: |p, cx| Ok(Built::sender(cross::Cross::new(parse_params(p)?, cx))),
         },
         Entry {
             name: "nada",
@@ -151,6 +180,12 @@ pub fn registry() -> &'static [Entry] {
             summary: "follows the true fair share of the bottleneck capacity (upper bound for reports)",
             defaults: defaults_of::<oracle::OracleConfig>,
             build: |p, cx| Ok(Built::sender(oracle::Oracle::new(parse_params(p)?, cx)?)),
+        },
+        Entry {
+            name: "r3net",
+            summary: "R3Net: receiver-side RL estimator (GRU policy, ONNX model run in Rust) every 50 ms, REMB-like feedback",
+            defaults: defaults_of::<r3net::R3NetConfig>,
+            build: |p, cx| r3net::build(parse_params(p)?, cx),
         },
     ];
     ENTRIES

@@ -5,9 +5,11 @@
 //! RNGs seeded from the run seed.
 
 pub mod build;
+pub mod env;
 pub mod events;
 pub mod media_flow;
 pub mod summary;
+pub mod synth;
 pub mod tcp_flow;
 
 use crate::controller::{ReceivedPacket, Update};
@@ -26,7 +28,7 @@ use crate::transport::tcp::{Ack, Segment};
 use crate::units::Bytes;
 use rand_chacha::ChaCha8Rng;
 
-pub use build::build_simulation;
+pub use build::{build_simulation, build_simulation_with};
 
 /// Static description of a flow.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -206,6 +208,7 @@ impl Simulation {
         if !m.paused && !scheduled {
             let frame = m.encoder.encode(now);
             let payloads: Vec<_> = packetize(frame.size, m.max_payload).collect();
+            m.observe_packetization(frame.size, payloads.len());
             let count = payloads.len() as u16;
             for (i, p) in payloads.into_iter().enumerate() {
                 let payload = Payload::Media { frame: frame.id, index: i as u16, count, capture: now, keyframe: frame.keyframe };
@@ -289,6 +292,8 @@ impl Simulation {
         }
         if let Some(e) = m.estimator.as_mut() {
             e.on_packet_received(&ReceivedPacket { seq: pkt.seq, size: pkt.size, send_time: pkt.send_time, recv_time: now });
+            // The exact RTT this packet would show the sender: its one-way delay plus the return path.
+            e.on_rtt_update(now, (now - pkt.send_time) + ret);
         }
         if let Some(report) = m.feedback.on_packet(now, pkt.seq) {
             self.events.push(now + ret, Event::Feedback(pkt.flow, Box::new(report)));
@@ -343,6 +348,15 @@ impl Simulation {
         self.events.push(now + d, Event::EstimatorTick(f));
     }
 
+    /// Send a receiver-side rate report for media flow `f` now, as a receiver-side estimator
+    /// would: it reaches the sender's controller after the flow's return delay. Used by
+    /// drivers that compute the estimate outside the simulator (the RL environment).
+    pub fn push_remote_estimate(&mut self, f: u32, rate: Bitrate) {
+        let Some(flow) = self.flows.get(f as usize) else { return };
+        let at = self.now + flow.ret_delay;
+        self.events.push(at, Event::RemoteEstimate(f, rate));
+    }
+
     fn on_remote_estimate(&mut self, f: u32, rate: Bitrate) {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
@@ -374,12 +388,14 @@ impl Simulation {
             match &flow.state {
                 FlowState::Media(mf) => {
                     s.target_kbps.push(mf.target.kbps_f64());
+                    s.encoder_kbps.push(if mf.paused || mf.in_pause { 0.0 } else { mf.encoder.output_rate().kbps_f64() });
                     s.pacing_kbps.push(mf.pacer.pacing_rate().kbps_f64());
                     let w = mf.pacer.cwnd();
                     s.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
                 }
                 FlowState::Tcp(t) => {
                     s.target_kbps.push(f64::NAN);
+                    s.encoder_kbps.push(f64::NAN);
                     s.pacing_kbps.push(t.sender.pacing_rate().map_or(f64::NAN, |r| r.kbps_f64()));
                     s.cwnd_bytes.push(t.sender.cwnd().as_f64());
                 }
