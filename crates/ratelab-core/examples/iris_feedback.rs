@@ -18,8 +18,12 @@ use ratelab_core::sim::build_simulation;
 use serde_json::{json, Value};
 
 fn flow(controller: &str, feedback: &Value, params: &Value, start: f64) -> Value {
+    flow_with(controller, feedback, params, start, true)
+}
+
+fn flow_with(controller: &str, feedback: &Value, params: &Value, start: f64, overhead_accounting: bool) -> Value {
     json!({"kind": "media", "controller": controller, "params": params, "start_s": start, "one_way_delay_ms": 25,
-           "feedback": feedback, "media": {"min_kbps": 100, "max_kbps": 20000, "start_kbps": 300}})
+           "feedback": feedback, "media": {"min_kbps": 100, "max_kbps": 20000, "start_kbps": 300, "overhead_accounting": overhead_accounting}})
 }
 
 fn flow_mean(s: &SeriesLog, col: &[f64], f: u32, t0: f64, t1: f64) -> f64 {
@@ -31,14 +35,22 @@ fn flow_mean(s: &SeriesLog, col: &[f64], f: u32, t0: f64, t1: f64) -> f64 {
 /// per-packet acks: header-overhead compensation, pacing headroom, T window.
 fn sender_variants(seeds: &[u64]) {
     println!("\niris sender variants (5 Mbit/s, 120 s, per-packet acks): mean over seeds {seeds:?}");
-    println!("| params | U | T_q mean / p95 (ms) | frame delay (ms) | queue drops |");
-    println!("|---|---|---|---|---|");
-    let variants = [json!({}), json!({"header_bytes": 0}), json!({"header_bytes": 0, "pacing_factor": 1.1}), json!({"pacing_factor": 1.1}), json!({"target_window_s": 30}), json!({"target_window_s": 120})];
-    for params in &variants {
+    println!("| sender overhead accounting | params | U | T_q mean / p95 (ms) | frame delay (ms) | queue drops |");
+    println!("|---|---|---|---|---|---|");
+    let variants = [
+        (true, json!({})),
+        (false, json!({})),
+        (false, json!({"header_bytes": 40})),
+        (false, json!({"pacing_factor": 1.1})),
+        (true, json!({"pacing_factor": 1.1})),
+        (true, json!({"target_window_s": 30})),
+        (true, json!({"target_window_s": 120})),
+    ];
+    for (acct, params) in &variants {
         let mut acc = [0.0f64; 5];
         for &seed in seeds {
             let sc = Scenario::from_json(&json!({"name": "iris-5m", "duration_s": 120, "link": {"capacity_kbps": 5000, "queue": {"ms": 300}},
-                "flows": [flow("iris", &json!({"mode": "per-packet"}), params, 0.0)], "metrics": {"packet_log": false}}).to_string()).expect("scenario");
+                "flows": [flow_with("iris", &json!({"mode": "per-packet"}), params, 0.0, *acct)], "metrics": {"packet_log": false}}).to_string()).expect("scenario");
             let mut sim = build_simulation(&sc, seed, None).expect("build");
             sim.run_to_end();
             let sum = sim.summary();
@@ -46,7 +58,7 @@ fn sender_variants(seeds: &[u64]) {
             for (a, v) in acc.iter_mut().zip([f.utilization, f.queue_delay_ms_mean.unwrap_or(f64::NAN), f.queue_delay_ms_p95.unwrap_or(f64::NAN), f.frame_delay_ms_mean.unwrap_or(f64::NAN), sum.link.queue_drops as f64]) { *a += v; }
         }
         let m: Vec<f64> = acc.iter().map(|a| a / seeds.len() as f64).collect();
-        println!("| `{params}` | {:.3} | {:.1} / {:.1} | {:.0} | {:.0} |", m[0], m[1], m[2], m[3], m[4]);
+        println!("| {} | `{params}` | {:.3} | {:.1} / {:.1} | {:.0} | {:.0} |", if *acct { "on" } else { "off" }, m[0], m[1], m[2], m[3], m[4]);
     }
 }
 

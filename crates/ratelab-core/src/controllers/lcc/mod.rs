@@ -131,15 +131,15 @@ impl Default for LccConfig {
     /// Chosen by `examples/lcc_grid.rs` (docs/controllers/lcc.md) where the paper is silent.
     fn default() -> Self {
         LccConfig {
-            epoch_ms: 50.0,
+            epoch_ms: 25.0,
             alpha: 0.5,
-            delta: 0.1,
+            delta: 0.05,
             target_offset_ms: 25.0,
             window: 300,
             refit_interval_ms: 1000.0,
-            exorbitant_ratio: 2.0,
+            exorbitant_ratio: 1.5,
             backoff: 0.5,
-            bandwidth_scale: 1.0,
+            bandwidth_scale: 2.0,
             min_bandwidth_ms: 0.5,
             kernel: Kernel::Product,
             pairing: Pairing::SendAligned,
@@ -148,9 +148,9 @@ impl Default for LccConfig {
             startup_growth: 2.0,
             min_pairs: 5,
             pacing_factor: 2.5,
-            rate_window_ms: 100.0,
+            rate_window_ms: 250.0,
             backoff_once_per_rtt: false,
-            explore_gain: 0.01,
+            explore_gain: 0.005,
         }
     }
 }
