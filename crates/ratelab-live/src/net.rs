@@ -40,11 +40,32 @@ pub fn precise_timers() {
     }
 }
 
-/// Bind a non-blocking UDP socket.
+/// Socket buffer size asked for: 4 MiB rides out a few ms of descheduling at 100+ Mbit/s.
+pub const SOCKET_BUFFER: usize = 4 << 20;
+
+/// Bind a non-blocking UDP socket with large send/receive buffers.
 pub fn bind(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     let s = UdpSocket::bind(addr)?;
     s.set_nonblocking(true)?;
+    set_buffers(&s, SOCKET_BUFFER);
     Ok(s)
+}
+
+/// Best effort: `SO_RCVBUF`/`SO_SNDBUF` (capped by the kernel's `rmem_max`/`wmem_max`), then the
+/// `FORCE` variants, which a privileged process may use to exceed the cap.
+fn set_buffers(sock: &UdpSocket, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let v = bytes as libc::c_int;
+        let fd = sock.as_raw_fd();
+        for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF, libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
+            // SAFETY: valid fd, pointer to a c_int of the size given.
+            unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, opt, &v as *const libc::c_int as *const libc::c_void, std::mem::size_of::<libc::c_int>() as libc::socklen_t); }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    { let _ = (sock, bytes); }
 }
 
 /// Wait until the socket is readable or `timeout` has passed. Returns true if readable.

@@ -163,7 +163,7 @@ impl Sender {
         let mut next_series = Time::from_us((t0.as_us() / iv.as_us() + 1) * iv.as_us());
         let mut last_feedback = t0;
         let mut iv_sent = Bytes::ZERO;
-        let mut wait_started = t0;
+        let mut pacer_deadline: Option<Time> = None;
         let silence = Duration::from_secs_f64(o.silence_timeout_s);
         let expire_after = Duration::from_secs_f64(o.in_flight_timeout_s);
         let mut frame_no: u32 = 0;
@@ -248,7 +248,8 @@ impl Sender {
                 let Some(due) = m.pacer.next_send_time(now, m.history.in_flight()) else { break };
                 if due > now { break; }
                 let Some(rel) = m.pacer.poll(now, m.history.in_flight()) else { break };
-                if due > wait_started { let _ = pacer_err.record((now - due).as_us().max(0) as u64); }
+                // Timing error: how late the first release after a pacer-timed sleep went out.
+                if let Some(t) = pacer_deadline.take() { let _ = pacer_err.record((now - t).as_us().max(0) as u64); }
                 let datagram = (rel.size.get() - IP_UDP_OVERHEAD).max(MIN_DATAGRAM as i64) as usize;
                 let wire = Bytes::new(datagram as i64 + IP_UDP_OVERHEAD);
                 let padding = rel.payload == Payload::Padding;
@@ -286,7 +287,8 @@ impl Sender {
             let now = clock.now();
             let mut deadline = end.min(next_frame).min(next_tick).min(next_series).min(last_feedback + silence + Duration::from_ms(1));
             if let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) { deadline = deadline.min(t); }
-            wait_started = now;
+            pacer_deadline = None;
+            if let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) { if t > now && t <= deadline { pacer_deadline = Some(t); } }
             if deadline > now { net::wait_readable(&self.sock, (deadline - now).min(Duration::from_ms(100))); }
         }
         // Tell the receiver the stream ended (RTCP BYE, RFC 3550 §6.6), a few times against loss.
