@@ -159,3 +159,24 @@ fn tcp_and_fixed_media_share_the_bottleneck() {
     b.run_to_end();
     assert_eq!(s, b.summary());
 }
+
+/// Regression: in a deep drop-tail buffer (300 ms ≫ 100 ms RTT) a SACK TCP flow halves its
+/// window on loss but never times out, so the link stays busy (a spurious RTO used to drop it
+/// to ~20 % for a second at every loss).
+#[test]
+fn tcp_in_deep_buffer_recovers_without_timeouts() {
+    let sc = scenario(serde_json::json!({
+        "name": "t", "duration_s": 60,
+        "link": {"capacity_kbps": 2000, "queue": {"ms": 300}},
+        "flows": [{"kind": "tcp", "tcp": {"mss_bytes": 1000}, "one_way_delay_ms": 50}]
+    }));
+    let mut sim = build_simulation(&sc, 1, None).unwrap();
+    sim.run_to_end();
+    let s = sim.take_series();
+    let mut worst = f64::MAX;
+    for sec in 10..59 {
+        let v: Vec<f64> = s.t_s.iter().zip(&s.recv_kbps).filter(|(t, _)| **t > sec as f64 && **t <= sec as f64 + 1.0).map(|(_, r)| *r).collect();
+        worst = worst.min(v.iter().sum::<f64>() / v.len() as f64);
+    }
+    assert!(worst > 1600.0, "worst 1-s throughput {worst} kbit/s");
+}

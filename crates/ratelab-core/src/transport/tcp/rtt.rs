@@ -3,7 +3,11 @@
 //! * first sample `R`: `SRTT = R`, `RTTVAR = R/2`;
 //! * later samples `R'`: `RTTVAR = (1−β)·RTTVAR + β·|SRTT − R'|` (with the old SRTT), then
 //!   `SRTT = (1−α)·SRTT + α·R'`, α = 1/8, β = 1/4;
-//! * `RTO = clamp(SRTT + max(G, 4·RTTVAR), min_rto, max_rto)`, G = 1 µs (the clock granularity);
+//! * `RTO = clamp(SRTT + max(G, 4·RTTVAR, min_rto), min_rto, max_rto)`, G = 1 µs (the clock
+//!   granularity). `min_rto` bounds the *variance term* as Linux does (`tcp_rto_min` floors
+//!   `mdev`), not only the total: with a deep drop-tail buffer the RTT grows smoothly, RTTVAR
+//!   shrinks, and a plain `max(SRTT + 4·RTTVAR, 200 ms)` fires spuriously while a retransmission
+//!   waits behind the full queue (observed in RMCAT 5.6 before this rule);
 //! * before any sample `RTO = initial_rto` (1 s);
 //! * each expiry doubles the RTO (capped at `max_rto`) until the next valid sample.
 
@@ -53,7 +57,7 @@ impl RttEstimator {
             }
         }
         let srtt = self.srtt_us.unwrap_or(r_us);
-        self.base_rto = Duration::from_us(srtt + (4 * self.rttvar_us).max(1)).clamp(self.min_rto, self.max_rto);
+        self.base_rto = Duration::from_us(srtt + (4 * self.rttvar_us).max(1).max(self.min_rto.as_us())).clamp(self.min_rto, self.max_rto);
         self.backoff = 0;
         self.latest = Some(r);
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
@@ -116,19 +120,19 @@ mod tests {
     #[test]
     fn min_rto_floor_and_backoff() {
         let mut e = est(200);
-        // 10 ms path: SRTT + 4·RTTVAR = 30 ms, floored at 200 ms.
+        // 10 ms path: 4·RTTVAR = 20 ms is floored at 200 ms (Linux), RTO = 10 + 200 = 210 ms.
         e.on_sample(Duration::from_ms(10));
-        assert_eq!(e.rto(), Duration::from_ms(200));
+        assert_eq!(e.rto(), Duration::from_ms(210));
         e.back_off();
-        assert_eq!(e.rto(), Duration::from_ms(400));
+        assert_eq!(e.rto(), Duration::from_ms(420));
         e.back_off();
-        assert_eq!(e.rto(), Duration::from_ms(800));
+        assert_eq!(e.rto(), Duration::from_ms(840));
         for _ in 0..20 {
             e.back_off();
         }
         assert_eq!(e.rto(), Duration::from_secs(60), "capped at max RTO");
         // A new sample clears the back-off (RFC 6298 5.7 / Karn).
         e.on_sample(Duration::from_ms(10));
-        assert_eq!(e.rto(), Duration::from_ms(200));
+        assert_eq!(e.rto(), Duration::from_ms(210));
     }
 }

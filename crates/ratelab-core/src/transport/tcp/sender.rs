@@ -890,16 +890,17 @@ mod tests {
     fn rto_after_rtt_samples_uses_the_estimate_and_doubles() {
         let mut net = net_dropping(&cfg(true), &[]);
         // ACKs get through until 150 ms: one round of ten 100 ms samples. SRTT = 100 ms and
-        // RTTVAR = 50·0.75⁹ ≈ 3.75 ms (3 753 µs after integer rounding), so SRTT + 4·RTTVAR = 115 ms, floored to min RTO 200 ms.
+        // RTTVAR = 50·0.75⁹ ≈ 3.75 ms (3 753 µs after integer rounding); 4·RTTVAR = 15 ms is
+        // floored at the 200 ms min RTO (Linux rule), so RTO = 100 + 200 = 300 ms.
         net.drop_ack = Box::new(|t, _| t >= Time::from_ms(150));
         net.run(Time::from_ms(2_500), check_conservation);
         assert_eq!(net.s.srtt(), Some(Duration::from_ms(100)));
         assert_eq!(net.s.rtt_estimator().rttvar(), Duration::from_us(3_753));
         let rtos: Vec<Time> = net.trace().iter().filter(|e| matches!(e.step, Step::Rto)).map(|e| e.t).collect();
-        // Timer re-armed by the last ACK at 100 ms: 100 + 200, then +400, +800.
-        assert_eq!(rtos, vec![Time::from_ms(300), Time::from_ms(700), Time::from_ms(1500)]);
-        assert_eq!(net.s.rto(), Duration::from_ms(1600));
-        assert_eq!(retransmissions(&net)[0], (Time::from_ms(300), 10_000));
+        // Timer re-armed by the last ACK at 100 ms: 100 + 300, then +600, +1200.
+        assert_eq!(rtos, vec![Time::from_ms(400), Time::from_ms(1000), Time::from_ms(2200)]);
+        assert_eq!(net.s.rto(), Duration::from_ms(2400));
+        assert_eq!(retransmissions(&net)[0], (Time::from_ms(400), 10_000));
         // FlightSize at the first timeout: 20 segments.
         assert_eq!(net.s.ssthresh(), Bytes::new(10_000));
         assert_eq!(net.s.cwnd(), Bytes::new(MSS));

@@ -1,0 +1,39 @@
+"""ratelab: a lab for congestion control of real-time video.
+
+A deterministic simulator written in Rust (``ratelab._core``) with a Python front end for
+scenarios, results, plots and reports::
+
+    import ratelab
+    res = ratelab.run_scenario("rmcat-5.1", controllers=["gcc"], out_dir="out")
+    print(res.runs[0].flows[0]["throughput_kbps"])
+"""
+
+from __future__ import annotations
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("ratelab")
+    except metadata.PackageNotFoundError:  # running from a source tree
+        return "0+unknown"
+
+
+__version__ = _version()
+
+from .errors import InputError  # noqa: E402
+from .runner import Interrupted, RunResult, ScenarioRun, run_scenario  # noqa: E402
+from .scenario import Scenario, builtin_names, load_scenario  # noqa: E402
+
+__all__ = [
+    "__version__",
+    "InputError",
+    "Interrupted",
+    "RunResult",
+    "Scenario",
+    "ScenarioRun",
+    "builtin_names",
+    "load_scenario",
+    "run_scenario",
+]

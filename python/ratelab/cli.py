@@ -1,0 +1,247 @@
+"""The ``ratelab`` command line: run, list, bench, demo.
+
+Exit codes: 0 ok, 1 interrupted (Ctrl-C), 2 bad input. Bad input of any kind is reported as one
+line ``error: <file>: <field>: <what is wrong>`` on stderr, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import click
+
+from . import __version__
+from .errors import InputError
+from .runner import Interrupted, ScenarioRun, check_controllers, progress_bar, run_scenario
+from .scenario import builtin_descriptions, load_scenario
+
+#: The demo: (built-in scenario, overrides, title, folder).
+DEMO_SCENARIOS: list[tuple[str, list[str], str, str]] = [
+    ("rmcat-5.1", [], "RMCAT 5.1: variable capacity, one flow", "rmcat-5.1"),
+    ("rmcat-5.6", [], "RMCAT 5.6: media against long-lived TCP", "rmcat-5.6"),
+    ("lcc-loss", ["link.loss=0.05"], "LCC loss case: 1 Mbit/s with 5 % random loss", "lcc-loss-5pct"),
+    ("trace-fcc-amazon", [], "Real trace: FCC broadband (Pensieve set)", "trace-fcc-amazon"),
+]
+BENCH_SCENARIOS = ["bench-single", "bench-three", "bench-tcp"]
+#: Controllers the demo leaves out: `fixed` does no congestion control, nothing to compare.
+DEMO_EXCLUDED = {"fixed"}
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+set_option = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                          help="Override a scenario field by dotted path, e.g. link.loss=0.05 or flows[0].start_s=10 (value is a TOML literal). Repeatable.")
+seed_option = click.option("--seed", type=int, default=1, show_default=True, help="Random seed (same seed, same results).")
+
+
+@click.group(context_settings=CONTEXT, invoke_without_command=True)
+@click.version_option(__version__, "-V", "--version", prog_name="ratelab")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """ratelab: compare congestion controllers for real-time video on a simulated bottleneck."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+@cli.command()
+@click.argument("scenario")
+@click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
+              help="Controller for every media flow; repeat to compare several. Default: as in the scenario.")
+@seed_option
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output folder.  [default: results/<scenario>]")
+@set_option
+@click.option("--no-packets", is_flag=True, help="Do not keep the per-packet log (faster, smaller).")
+def run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None, overrides: tuple[str, ...],
+        no_packets: bool) -> None:
+    """Run SCENARIO (a TOML file or a built-in name) and write summary.json, Parquet, plots and report.html."""
+    sc = load_scenario(scenario, overrides)
+    out = out or Path("results") / sc.name
+    try:
+        res = run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=True)
+    except Interrupted as exc:
+        if exc.result.runs:
+            _finish([exc.result], out / "report.html")
+        raise
+    _finish([res], out / "report.html")
+
+
+@cli.command("list")
+def list_cmd() -> None:
+    """List controllers and built-in scenarios, one per line."""
+    from .native import core
+
+    descriptions = builtin_descriptions()
+    width = max(map(len, descriptions), default=0)
+    controllers = core().controllers()
+    width = max([width, *(len(c["name"]) for c in controllers)])
+    for c in controllers:
+        click.echo(f"controller  {c['name']:<{width}}  {c.get('summary', '')}")
+    for name, desc in descriptions.items():
+        click.echo(f"scenario    {name:<{width}}  {desc}")
+
+
+@cli.command()
+@click.option("-s", "--scenario", "scenarios", multiple=True, metavar="SCENARIO",
+              help=f"Scenario to time; repeatable.  [default: {', '.join(BENCH_SCENARIOS)}]")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per scenario; the fastest counts.")
+@seed_option
+@click.option("--markdown", is_flag=True, help="Print a Markdown table (for docs/benchmarks.md).")
+def bench(scenarios: tuple[str, ...], repeat: int, seed: int, markdown: bool) -> None:
+    """Time the simulator: simulated packets per wall second and simulated seconds per wall second."""
+    loaded = [load_scenario(s, ["metrics.packet_log=false"]) for s in (scenarios or BENCH_SCENARIOS)]
+    for sc in loaded:
+        sc.validate()
+    rows = []
+    with progress_bar(sum(sc.duration_s for sc in loaded) * repeat) as cb:
+        for sc in loaded:
+            best = min((run_scenario(sc, seed=seed, progress=cb).runs[0] for _ in range(repeat)), key=lambda r: r.wall_seconds)
+            rows.append((sc, best))
+    headers = ["scenario", "flows", "simulated (s)", "wall (s)", "packets", "packets / wall s", "sim speed"]
+    table = [
+        [sc.name, str(len(r.flows)), f"{r.duration_s:g}", f"{r.wall_seconds:.3f}", f"{r.packets:,}",
+         f"{r.packets / r.wall_seconds:,.0f}" if r.wall_seconds else "–", f"{r.sim_speed:,.0f}×"]
+        for sc, r in rows
+    ]
+    if markdown:
+        command = " ".join(["ratelab bench", *(f"-s {s}" for s in scenarios), f"--repeat {repeat}", "--markdown"])
+        click.echo(f"`{command}` — ratelab {__version__}, "
+                   f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; packet log off; one core.\n")
+        click.echo("| " + " | ".join(headers) + " |")
+        click.echo("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|")
+        for row in table:
+            click.echo("| " + " | ".join(row) + " |")
+        return
+    from rich.table import Table
+
+    t = Table(title="ratelab bench (packet log off)")
+    for i, h in enumerate(headers):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for row in table:
+        t.add_row(*row)
+    _console().print(t)
+
+
+@cli.command()
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("ratelab-demo"), show_default=True,
+              help="Output folder.")
+@click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
+              help="Controllers to compare.  [default: every controller but fixed]")
+@seed_option
+@set_option
+@click.option("--no-packets", is_flag=True, help="Do not keep the per-packet logs.")
+def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[str, ...], no_packets: bool) -> None:
+    """Compare every controller on a few built-in scenarios (incl. a real trace) and write one report.html."""
+    from .native import controller_names
+
+    names = list(controllers) or [n for n in controller_names() if n not in DEMO_EXCLUDED]
+    check_controllers(names)
+    plan = []
+    for name, extra, title, folder in DEMO_SCENARIOS:
+        sc = load_scenario(name, [*extra, *overrides])
+        sc.validate()
+        plan.append((sc, title, folder))
+    done: list[ScenarioRun] = []
+    report = out / "report.html"
+    try:
+        with progress_bar(sum(sc.duration_s for sc, _, _ in plan) * len(names)) as cb:
+            for sc, title, folder in plan:
+                try:
+                    res = run_scenario(sc, names, seed=seed, out_dir=out / folder, packets=not no_packets, progress=cb)
+                except Interrupted as exc:
+                    exc.result.title = title
+                    if exc.result.runs:
+                        done.append(exc.result)
+                    raise
+                res.title = title
+                done.append(res)
+    except Interrupted:
+        if done:
+            _finish(done, report, title="ratelab demo (interrupted)")
+        raise
+    _finish(done, report, title="ratelab demo")
+
+
+def _finish(results: Sequence[ScenarioRun], report_path: Path, *, title: str | None = None) -> None:
+    """Write summaries, plots and the report; print the summary table and where things are."""
+    from .report import write_report
+    from .results import write_summary
+
+    written = [write_summary(r) for r in results if r.out_dir is not None]
+    write_report(results, report_path, title=title or f"ratelab: {results[0].title or results[0].scenario.name}")
+    console = _console()
+    for res in results:
+        console.print(summary_table(res))
+    for p in written:
+        console.print(f"summary: {p}", highlight=False, soft_wrap=True)
+    console.print(f"report:  {report_path}", highlight=False, soft_wrap=True)
+
+
+def summary_table(res: ScenarioRun):
+    """The per-flow table printed after a run."""
+    from rich.table import Table
+
+    from .report import fmt
+
+    t = Table(title=f"{res.title or res.scenario.name} (seed {res.seed}, {res.scenario.duration_s:g} s)"
+              + (" — interrupted" if res.interrupted else ""))
+    cols = [("controller", "left"), ("link util.", "right"), ("flow", "left"), ("throughput kbit/s", "right"), ("utilization", "right"),
+            ("OWD mean ms", "right"), ("OWD p95 ms", "right"), ("loss", "right"), ("freeze ratio", "right")]
+    for name, justify in cols:
+        t.add_column(name, justify=justify)
+    for run in res.runs:
+        for i, f in enumerate(run.flows):
+            t.add_row(
+                run.name if i == 0 else "",
+                fmt(run.link.get("utilization"), "pct") if i == 0 else "",
+                _flow_name(f),
+                fmt(f.get("throughput_kbps"), "{:.0f}"), fmt(f.get("utilization"), "pct"),
+                fmt(f.get("owd_ms_mean"), "{:.1f}"), fmt(f.get("owd_ms_p95"), "{:.1f}"),
+                fmt(f.get("loss_rate"), "pct"), fmt(f.get("freeze_ratio"), "pct"),
+                end_section=i == len(run.flows) - 1,
+            )
+    return t
+
+
+def _flow_name(f: dict) -> str:
+    label = str(f.get("label", f.get("id", "")))
+    return f"{label} (tcp)" if f.get("kind") == "tcp" and "tcp" not in label else label
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ratelab`` script; returns the exit code."""
+    try:
+        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="ratelab", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
+    except InputError as exc:
+        click.echo(exc.line(), err=True)
+        return 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        click.echo("error: " + _one_line(exc.format_message()), err=True)
+        return 2
+    except (Interrupted, KeyboardInterrupt, click.exceptions.Abort):
+        click.echo("interrupted: finished runs were kept", err=True)
+        return 1
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        click.echo(f"error: {exc.filename}: {exc.strerror or exc}", err=True)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""PNG plots from the time-series Parquet files: rate vs capacity and one-way delay.
+
+Uses matplotlib's object API with the Agg canvas (no pyplot state, no display needed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .runner import RunResult, ScenarioRun
+
+CAPACITY_STYLE = dict(color="0.55", lw=2.5, alpha=0.6, label="capacity")
+
+
+def read_series(path: str | Path) -> dict[str, np.ndarray]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    return {name: table.column(name).to_numpy(zero_copy_only=False) for name in table.column_names}
+
+
+def plot_run(run: RunResult, png_path: str | Path, title: str = "") -> Path | None:
+    """One figure for one run: each flow's rate against the capacity (top) and OWD (bottom)."""
+    if run.series_path is None:
+        return None
+    s = read_series(run.series_path)
+    fig, (ax_rate, ax_owd) = _figure()
+    _capacity(ax_rate, s)
+    for f in run.flows:
+        m = s["flow"] == f["id"]
+        if not m.any():
+            continue
+        t = s["t_s"][m]
+        label = f.get("label") or f"flow {f['id']}"
+        if f.get("kind") == "tcp":
+            line = ax_rate.plot(t, _smooth(t, s["recv_kbps"][m]) / 1000, lw=1, label=f"{label} received" if "tcp" in label.lower() else f"{label} (TCP) received")
+        else:
+            line = ax_rate.plot(t, s["target_kbps"][m] / 1000, lw=1.2, label=f"{label} target")
+        ax_owd.plot(t, s["owd_ms"][m], lw=0.8, color=line[0].get_color(), label=label)
+    return _finish(fig, ax_rate, ax_owd, title or f"{run.controller}", png_path)
+
+
+def plot_comparison(result: ScenarioRun, png_path: str | Path, title: str = "") -> Path | None:
+    """One figure comparing the runs of a scenario on its first media flow."""
+    fig, (ax_rate, ax_owd) = _figure()
+    drawn = False
+    flow_label = ""
+    for i, run in enumerate(result.runs):
+        if run.series_path is None:
+            continue
+        s = read_series(run.series_path)
+        if i == 0 or not drawn:
+            _capacity(ax_rate, s)
+        media = [f for f in run.flows if f.get("kind") == "media"] or run.flows
+        if not media:
+            continue
+        f = media[0]
+        flow_label = f.get("label") or f"flow {f['id']}"
+        m = s["flow"] == f["id"]
+        t = s["t_s"][m]
+        rate = s["target_kbps"][m] if f.get("kind") == "media" else _smooth(t, s["recv_kbps"][m])
+        line = ax_rate.plot(t, rate / 1000, lw=1.2, label=run.name)
+        ax_owd.plot(t, s["owd_ms"][m], lw=0.8, color=line[0].get_color(), label=run.name)
+        drawn = True
+    if not drawn:
+        return None
+    title = title or result.title or result.scenario.name
+    multi = sum(1 for f in result.runs[0].flows if f.get("kind") == "media") > 1
+    return _finish(fig, ax_rate, ax_owd, f"{title}: {flow_label}" if multi else title, png_path)
+
+
+def plot_all(result: ScenarioRun) -> dict[str, Path]:
+    """Write every plot of a scenario run next to its data; returns {name: path}."""
+    out: dict[str, Path] = {}
+    if result.out_dir is None:
+        return out
+    if len(result.runs) > 1:
+        p = plot_comparison(result, result.out_dir / "comparison.png")
+        if p:
+            out["comparison"] = p
+    for run in result.runs:
+        if run.dir is None:
+            continue
+        p = plot_run(run, run.dir / "plot.png", f"{result.title or result.scenario.name} · {run.name}")
+        if p:
+            out[run.name] = p
+    return out
+
+
+def _figure() -> tuple[Any, tuple[Any, Any]]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 5.6), layout="constrained")
+    ax_rate, ax_owd = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    return fig, (ax_rate, ax_owd)
+
+
+def _capacity(ax: Any, s: dict[str, np.ndarray]) -> None:
+    t, idx = np.unique(s["t_s"], return_index=True)
+    cap = s["capacity_kbps"][idx]
+    if np.isfinite(cap).any():
+        ax.step(t, cap / 1000, where="post", **CAPACITY_STYLE)
+
+
+def _finish(fig: Any, ax_rate: Any, ax_owd: Any, title: str, png_path: str | Path) -> Path:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    ax_rate.set_title(title, fontsize=11)
+    ax_rate.set_ylabel("rate (Mbit/s)")
+    ax_rate.set_ylim(0, _robust_top(ax_rate))
+    ax_rate.legend(fontsize=8, loc="best", ncols=2)
+    ax_owd.set_ylabel("one-way delay (ms)")
+    ax_owd.set_xlabel("time (s)")
+    ax_owd.set_ylim(bottom=0)
+    for ax in (ax_rate, ax_owd):
+        ax.grid(True, alpha=0.3)
+    png_path = Path(png_path)
+    png_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = png_path.with_name(png_path.name + ".part")
+    FigureCanvasAgg(fig)
+    fig.savefig(tmp, format="png", dpi=100)
+    tmp.replace(png_path)
+    return png_path
+
+
+def _robust_top(ax: Any) -> float:
+    """Upper y-limit that ignores rare spikes (some real traces hold single absurd samples)."""
+    tops = [np.nanpercentile(y, 99) for y in (np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines())
+            if np.isfinite(y).any()]
+    top = max(tops, default=1.0)
+    return 1.15 * top if top > 0 else 1.0
+
+
+def _smooth(t: np.ndarray, v: np.ndarray, window_s: float = 1.0) -> np.ndarray:
+    """Moving average over about ``window_s`` (TCP rates are very bursty at 25 ms)."""
+    if len(t) < 3:
+        return v
+    dt = float(np.median(np.diff(t))) or 1.0
+    n = max(1, int(round(window_s / dt)))
+    if n == 1:
+        return v
+    valid = np.isfinite(v)
+    kernel = np.ones(n)
+    total = np.convolve(np.where(valid, v, 0.0), kernel, mode="same")
+    count = np.convolve(valid.astype(float), kernel, mode="same")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan)

@@ -1,0 +1,67 @@
+"""``summary.json``: the machine-readable result of one scenario run.
+
+Shape::
+
+    {"ratelab_version", "scenario", "seed", "duration_s",
+     "runs": [{"controller", "wall_seconds", "sim_speed", "link": {...}, "flows": [...]}]}
+
+``link`` and ``flows`` are the simulator's own summary, passed through. NaN (e.g. OWD of a flow
+that delivered nothing) becomes ``null`` so the file is strict JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .runner import ScenarioRun
+
+
+def build_summary(result: ScenarioRun) -> dict[str, Any]:
+    return {
+        "ratelab_version": __version__,
+        "scenario": result.scenario.name,
+        "seed": result.seed,
+        "duration_s": result.scenario.duration_s,
+        "runs": [r.to_summary() for r in result.runs],
+    }
+
+
+def write_summary(result: ScenarioRun, path: str | Path | None = None) -> Path:
+    """Write ``summary.json`` (into the run's out_dir unless ``path`` is given)."""
+    if path is None:
+        if result.out_dir is None:
+            raise ValueError("no out_dir to write summary.json into")
+        path = result.out_dir / "summary.json"
+    path = Path(path)
+    write_text_atomic(path, json.dumps(_strict(build_summary(result)), indent=2, allow_nan=False) + "\n")
+    return path
+
+
+def load_summary(path: str | Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write to a temporary name, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _strict(v: Any) -> Any:
+    """Replace non-finite floats by None and numpy scalars by Python numbers."""
+    if isinstance(v, dict):
+        return {str(k): _strict(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_strict(x) for x in v]
+    if hasattr(v, "item") and callable(v.item):  # numpy scalar
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v

@@ -1,0 +1,295 @@
+"""Run a scenario with one or several controllers and stream the results to disk.
+
+The simulator runs in chunks of simulated time: between chunks Python handles Ctrl-C, advances the
+progress bar and drains the per-packet log and time series into Parquet, so memory stays bounded
+whatever the run length. Every file is written under a temporary name and moved into place only
+when complete, so an interrupted run never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from .errors import InputError, from_core
+from .native import controller_names, core, core_errors
+from .scenario import Scenario, load_scenario
+
+#: Simulated seconds per call into the simulator (Ctrl-C latency is one chunk).
+CHUNK_S = 5.0
+#: Rows buffered before a Parquet row group is written (bounds memory, keeps row groups large).
+FLUSH_ROWS = 1 << 18
+
+#: Called with (description, simulated seconds just completed).
+ProgressFn = Callable[[str, float], None]
+
+
+@dataclass
+class RunResult:
+    """One simulation: a scenario with one controller choice."""
+
+    name: str
+    #: Controller given with -c, or the scenario's own media controllers joined by '+'.
+    controller: str
+    wall_seconds: float
+    sim_speed: float
+    link: dict[str, Any]
+    flows: list[dict[str, Any]]
+    duration_s: float
+    #: Folder with this run's Parquet files and plots (None when nothing was written).
+    dir: Path | None = None
+
+    @property
+    def packets(self) -> int:
+        """Packets the simulation sent (all flows), for speed figures."""
+        return int(sum(f.get("packets_sent", 0) or 0 for f in self.flows))
+
+    @property
+    def series_path(self) -> Path | None:
+        p = self.dir / "series.parquet" if self.dir else None
+        return p if p and p.is_file() else None
+
+    def to_summary(self) -> dict[str, Any]:
+        return {
+            "controller": self.controller,
+            "wall_seconds": self.wall_seconds,
+            "sim_speed": self.sim_speed,
+            "link": self.link,
+            "flows": self.flows,
+        }
+
+
+@dataclass
+class ScenarioRun:
+    """All runs of one scenario (one per controller), in order."""
+
+    scenario: Scenario
+    seed: int
+    runs: list[RunResult] = field(default_factory=list)
+    out_dir: Path | None = None
+    interrupted: bool = False
+    #: Label in reports (defaults to the scenario name; the demo adds e.g. "5 % loss").
+    title: str = ""
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run; ``result`` holds the runs that finished before it."""
+
+    def __init__(self, result: ScenarioRun):
+        super().__init__("interrupted")
+        self.result = result
+
+
+class ParquetSink:
+    """Appends column batches to a Parquet file, written under a temporary name until commit."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.tmp = path.with_name(path.name + ".part")
+        self._writer = None
+        self._batches: list[Any] = []
+        self._rows = 0
+        self._last: dict[str, Any] | None = None
+
+    def write(self, columns: dict[str, Any]) -> None:
+        import pyarrow as pa
+
+        self._last = columns
+        n = len(next(iter(columns.values()), ()))
+        if n == 0:
+            return
+        self._batches.append(pa.table(columns))
+        self._rows += n
+        if self._rows >= FLUSH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self._batches:
+            return
+        table = pa.concat_tables(self._batches)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.tmp, table.schema, compression="zstd")
+        self._writer.write_table(table)
+        self._batches, self._rows = [], 0
+
+    def commit(self) -> None:
+        import pyarrow as pa
+
+        self._flush()
+        if self._writer is None:
+            if self._last is None:
+                return
+            # No rows at all: still write the (empty) table so readers find the columns.
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.table(self._last), self.tmp)
+        else:
+            self._writer.close()
+            self._writer = None
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+            self._writer = None
+        with contextlib.suppress(FileNotFoundError):
+            self.tmp.unlink()
+
+
+def run_scenario(
+    scenario: Scenario | str | Path,
+    controllers: Sequence[str] | None = None,
+    *,
+    seed: int = 1,
+    out_dir: str | Path | None = None,
+    packets: bool = True,
+    overrides: Iterable[str] = (),
+    progress: bool | ProgressFn = False,
+) -> ScenarioRun:
+    """Run ``scenario`` once per controller (or once as written when ``controllers`` is empty).
+
+    With ``out_dir``, each run gets ``out_dir/<controller>/{packets,series}.parquet``; the summary
+    and report are written by :mod:`ratelab.results` and :mod:`ratelab.report`. ``progress`` is a
+    callback or True for a rich progress bar on stderr. Raises :class:`InputError` for bad input
+    (before any run starts) and :class:`Interrupted` on Ctrl-C.
+    """
+    sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, overrides)
+    if isinstance(scenario, Scenario) and overrides:
+        sc = sc.with_overrides(overrides)
+    if not packets:
+        sc = sc.with_overrides(["metrics.packet_log=false"])
+    check_controllers(controllers or ())
+    choices: list[str | None] = list(controllers) if controllers else [None]
+    for choice in choices:  # all bad input is reported before the first run starts
+        sc.validate(choice)
+    out = Path(out_dir) if out_dir is not None else None
+    result = ScenarioRun(sc, seed, out_dir=out, title=sc.name)
+    doc = sc.to_json()
+    names: list[str] = []
+    with contextlib.ExitStack() as stack:
+        if progress is True:
+            on_progress = stack.enter_context(progress_bar(sc.duration_s * len(choices)))
+        else:
+            on_progress = progress or _no_progress
+        try:
+            for choice in choices:
+                label = choice or "+".join(sc.media_controllers()) or "scenario"
+                name = _unique(label, names)
+                names.append(name)
+                run_dir = out / name if out is not None else None
+                result.runs.append(_run_one(sc, doc, choice, label, name, seed, run_dir, on_progress))
+        except KeyboardInterrupt:
+            result.interrupted = True
+            raise Interrupted(result) from None
+    return result
+
+
+def _no_progress(_desc: str, _sim_s: float) -> None:
+    pass
+
+
+def check_controllers(names: Iterable[str]) -> None:
+    names = list(names)
+    if not names:
+        return
+    known = controller_names()
+    for n in names:
+        if n not in known:
+            raise InputError("-c", n, f"unknown controller (known: {', '.join(known)})")
+
+
+def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: str, seed: int,
+             run_dir: Path | None, on_progress: ProgressFn) -> RunResult:
+    mod = core()
+    desc = f"{sc.name} · {label}"
+    sinks: dict[str, ParquetSink] = {}
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        sinks["series"] = ParquetSink(run_dir / "series.parquet")
+        if sc.data.get("metrics", {}).get("packet_log", True):
+            sinks["packets"] = ParquetSink(run_dir / "packets.parquet")
+    wall = 0.0
+    try:
+        t0 = time.perf_counter()
+        try:
+            sim = mod.Simulation(doc, seed=seed, controller=controller)
+        except core_errors() as exc:
+            raise from_core(exc, sc.source) from None
+        duration = float(sim.duration_s)
+        done = False
+        while not done:
+            before = float(sim.now_s)
+            done = bool(sim.run(min(before + CHUNK_S, duration)))
+            packets, series = sim.take_packets(), sim.take_series()
+            now = float(sim.now_s)
+            wall += time.perf_counter() - t0
+            if not done and now <= before:
+                raise RuntimeError(f"simulator made no progress at t={now} s")
+            if "packets" in sinks:
+                sinks["packets"].write(packets)
+            if "series" in sinks:
+                sinks["series"].write(series)
+            on_progress(desc, now - before)
+            t0 = time.perf_counter()
+        summary = sim.summary()
+        wall += time.perf_counter() - t0
+        for s in sinks.values():
+            s.commit()
+    except BaseException:
+        for s in sinks.values():
+            s.abort()
+        if run_dir is not None:
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()  # only if empty: leave no trace of a run that did not finish
+        raise
+    return RunResult(
+        name=name,
+        controller=controller or label,
+        wall_seconds=wall,
+        sim_speed=duration / wall if wall > 0 else float("inf"),
+        link=dict(summary.get("link", {})),
+        flows=[dict(f) for f in summary.get("flows", [])],
+        duration_s=duration,
+        dir=run_dir,
+    )
+
+
+def _unique(name: str, taken: list[str]) -> str:
+    if name not in taken:
+        return name
+    i = 2
+    while f"{name}-{i}" in taken:
+        i += 1
+    return f"{name}-{i}"
+
+
+@contextlib.contextmanager
+def progress_bar(total_s: float, *, enabled: bool | None = None) -> Iterator[ProgressFn]:
+    """A rich progress bar on stderr counting simulated seconds; a no-op when not on a terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    if enabled is None:
+        enabled = console.is_terminal
+    if not enabled:
+        yield _no_progress
+        return
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+        TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
+    ) as bar:
+        task = bar.add_task("simulating", total=max(total_s, 1e-9))
+
+        def advance(desc: str, sim_s: float) -> None:
+            bar.update(task, advance=sim_s, description=desc)
+
+        yield advance

@@ -1,0 +1,261 @@
+"""Scenarios: TOML files (or built-in names) mapped 1:1 onto the core's JSON schema.
+
+The front end's jobs are the ones the sans-IO core cannot do: find the file, apply ``--set``
+overrides, and turn ``link.trace`` into an absolute path. Everything else (unknown keys, types,
+ranges) is checked by the core, which names the offending field.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from .errors import InputError, from_core
+
+PACKAGE_DIR = Path(str(resources.files("ratelab")))
+SCENARIO_DIR = PACKAGE_DIR / "scenarios"
+TRACE_DIR = PACKAGE_DIR / "traces"
+
+# Keys of which a document may hold only one: setting one with --set drops the others, so that
+# e.g. `--set link.capacity_kbps=2000` works on a scenario defined by steps or by a trace.
+_EXCLUSIVE = {
+    ("link",): ({"capacity_kbps", "steps", "trace", "trace_content"},),
+    ("link", "queue"): ({"bytes", "packets", "ms"},),
+}
+
+
+@dataclass
+class Scenario:
+    """A scenario document ready for the core, plus where it came from (for error lines)."""
+
+    data: dict[str, Any]
+    #: What the user named: a file path as typed or a built-in name.
+    source: str
+    #: The file it was read from (None for documents built in code).
+    path: Path | None = None
+    builtin: bool = False
+    overrides: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.data.get("name", self.source))
+
+    @property
+    def description(self) -> str:
+        return str(self.data.get("description", ""))
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.data.get("duration_s", 0.0))
+
+    def to_json(self) -> str:
+        try:
+            return json.dumps(self.data, allow_nan=False, default=str)
+        except ValueError:
+            raise InputError(self.source, _first_nonfinite(self.data), "nan and inf are not allowed") from None
+
+    def media_controllers(self) -> list[str]:
+        """Controller names of the media flows, in order, without repeats."""
+        names = [f.get("controller", "gcc") for f in self.data.get("flows", []) if isinstance(f, dict) and f.get("kind") == "media"]
+        return list(dict.fromkeys(names))
+
+    def with_overrides(self, overrides: Iterable[str]) -> "Scenario":
+        """A copy with more ``key=value`` overrides applied (trace paths resolved again)."""
+        overrides = list(overrides)
+        data = copy.deepcopy(self.data)
+        apply_overrides(data, overrides)
+        sc = Scenario(data, self.source, self.path, self.builtin, self.overrides + overrides)
+        sc._resolve_trace()
+        return sc
+
+    def validate(self, controller: str | None = None) -> None:
+        """Ask the core to check the document (with every media flow's controller replaced by
+        ``controller`` if given); raises :class:`InputError` naming the field."""
+        from .native import core, core_errors
+
+        try:
+            if controller is None:
+                core().validate_scenario(self.to_json())
+            else:
+                core().validate_scenario(self.to_json(), controller=controller)
+        except core_errors() as exc:
+            raise from_core(exc, self.source) from None
+
+    def _resolve_trace(self) -> None:
+        link = self.data.get("link")
+        if not isinstance(link, dict) or not isinstance(link.get("trace"), str):
+            return
+        link["trace"] = str(resolve_trace(link["trace"], self.path.parent if self.path else None, self.source))
+
+
+def builtin_names() -> list[str]:
+    """Names of the scenarios shipped in ``ratelab/scenarios/``."""
+    if not SCENARIO_DIR.is_dir():
+        return []
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
+
+
+def builtin_descriptions() -> dict[str, str]:
+    out = {}
+    for name in builtin_names():
+        try:
+            out[name] = str(_read_toml(SCENARIO_DIR / f"{name}.toml", name).get("description", ""))
+        except InputError as exc:
+            out[name] = f"(broken: {exc.message})"
+    return out
+
+
+def load_scenario(source: str | Path, overrides: Iterable[str] = ()) -> Scenario:
+    """Load a TOML file or a built-in scenario by name and apply ``--set`` style overrides.
+
+    ``link.trace`` is made absolute: looked up relative to the scenario file, then the current
+    directory, then the package's ``traces/`` folder.
+    """
+    source = str(source)
+    path = Path(source).expanduser()
+    builtin = False
+    if path.is_file():
+        pass
+    elif source in builtin_names():
+        path, builtin = SCENARIO_DIR / f"{source}.toml", True
+    elif path.suffix == ".toml" or "/" in source or "\\" in source or path.exists():
+        raise InputError(source, "", "no such file" if not path.exists() else "not a file")
+    else:
+        known = ", ".join(builtin_names()) or "none"
+        raise InputError(source, "", f"unknown scenario: not a file and not a built-in name (built-ins: {known})")
+    data = _read_toml(path, source)
+    data.setdefault("name", path.stem)
+    overrides = list(overrides)
+    apply_overrides(data, overrides)
+    sc = Scenario(data, source, None if builtin else path.resolve(), builtin, overrides)
+    sc._resolve_trace()
+    return sc
+
+
+def resolve_trace(trace: str, base: Path | None, source: str) -> Path:
+    """Absolute path of a trace file named in a scenario, or an :class:`InputError`."""
+    p = Path(trace).expanduser()
+    if p.is_absolute():
+        candidates = [p]
+    else:
+        candidates = [d / p for d in (base, Path.cwd(), TRACE_DIR) if d is not None]
+    for c in candidates:
+        if c.is_file():
+            return c.resolve()
+    where = ", ".join(dict.fromkeys(str(c.parent) for c in candidates))
+    raise InputError(source, "link.trace", f"trace file '{trace}' not found (looked in {where})")
+
+
+# --- overrides --------------------------------------------------------------------------------
+
+_KEY_PART = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def parse_key(key: str) -> list[str]:
+    """Split a dotted path; ``flows[0].start_s`` and ``flows.0.start_s`` are the same."""
+    flat = re.sub(r"\[(\d+)\]", r".\1", key.strip())
+    parts = flat.split(".")
+    if not key.strip() or any(not _KEY_PART.fullmatch(p) for p in parts):
+        raise InputError("--set", key, "not a valid field path (use e.g. link.loss or flows[0].start_s)")
+    return parts
+
+
+def parse_value(text: str) -> Any:
+    """A TOML literal (number, bool, string, array, inline table), else the text itself."""
+    try:
+        doc = tomllib.loads(f"v = {text}")
+    except tomllib.TOMLDecodeError:
+        return text
+    return doc["v"] if len(doc) == 1 else text
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    key, sep, value = item.partition("=")
+    if not sep:
+        raise InputError("--set", item, "expected KEY=VALUE, e.g. link.loss=0.05")
+    return parse_key(key), parse_value(value.strip())
+
+
+def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> None:
+    for item in overrides:
+        parts, value = parse_override(item)
+        set_path(data, parts, value)
+
+
+def set_path(data: dict[str, Any], parts: list[str], value: Any) -> None:
+    """Set ``data[parts...] = value``, creating missing tables on the way."""
+    node: Any = data
+    for depth, part in enumerate(parts):
+        here = ".".join(parts[: depth + 1])
+        last = depth == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit():
+                raise InputError("--set", here, f"{'.'.join(parts[:depth])} is a list: address an entry by index, e.g. {'.'.join(parts[:depth])}.0")
+            i = int(part)
+            if i >= len(node):
+                raise InputError("--set", here, f"index {i} out of range ({'.'.join(parts[:depth])} has {len(node)} {'entry' if len(node) == 1 else 'entries'})")
+            if last:
+                node[i] = value
+            else:
+                node = node[i]
+        elif isinstance(node, dict):
+            if last:
+                for group in _EXCLUSIVE.get(tuple(parts[:depth]), ()):
+                    if part in group:
+                        for other in group - {part}:
+                            node.pop(other, None)
+                node[part] = value
+            else:
+                node = node.setdefault(part, {})
+        else:
+            parent = ".".join(parts[:depth])
+            raise InputError("--set", here, f"{parent} is a {_kind(node)}, not a table or list")
+
+
+def _kind(v: Any) -> str:
+    return {bool: "boolean", int: "number", float: "number", str: "string"}.get(type(v), type(v).__name__)
+
+
+def _read_toml(path: Path, source: str) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(source, "", exc.strerror or str(exc)) from None
+    except UnicodeDecodeError:
+        raise InputError(source, "", "not a UTF-8 text file") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        err = _toml_error(str(exc), source)
+    raise err
+
+
+def _toml_error(msg: str, source: str) -> InputError:
+    """tomllib says "Invalid value (at line 3, column 10)": put the line where a field would go."""
+    m = re.search(r"\s*\(at line (\d+), column (\d+)\)", msg)
+    if m:
+        return InputError(source, f"line {m.group(1)}", f"invalid TOML: {msg[: m.start()]} (column {m.group(2)})")
+    return InputError(source, "", f"invalid TOML: {msg}")
+
+
+def _first_nonfinite(v: Any, path: str = "") -> str:
+    if isinstance(v, float) and not math.isfinite(v):
+        return path
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+    for k, x in items:
+        found = _first_nonfinite(x, f"{path}[{k}]" if isinstance(k, int) else (f"{path}.{k}" if path else k))
+        if found:
+            return found
+    return ""
