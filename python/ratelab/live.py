@@ -37,10 +37,12 @@ def run_live(
     overrides: Iterable[str] = (),
     feedback: str = "twcc",
     progress: bool = False,
+    capture: str | Path | None = None,
 ) -> ScenarioRun:
     """Run ``scenario`` live once per controller (real time: each run takes ``duration_s``).
 
     Same results layout as :func:`ratelab.runner.run_scenario`, plus ``live.json`` per run.
+    ``capture``: a pcap file of all RTP/RTCP the emulator received (one controller only).
     """
     sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, overrides)
     if isinstance(scenario, Scenario) and overrides:
@@ -51,6 +53,8 @@ def run_live(
         raise InputError("--feedback", feedback, f"unknown feedback format (known: {', '.join(FEEDBACK_FORMATS)})")
     check_controllers(controllers or ())
     choices: list[str | None] = list(controllers) if controllers else [None]
+    if capture is not None and len(choices) > 1:
+        raise InputError("--capture", "", "capture one run at a time (give one -c)")
     for choice in choices:
         sc.validate(choice)
     out = Path(out_dir) if out_dir is not None else None
@@ -66,7 +70,8 @@ def run_live(
                 import sys
 
                 print(f"live: {sc.name} · {label}: {sc.duration_s:g} s in real time ...", file=sys.stderr, flush=True)
-            result.runs.append(_run_one(sc, doc, choice, label, name, seed, out / name if out else None, feedback))
+            result.runs.append(_run_one(sc, doc, choice, label, name, seed, out / name if out else None, feedback,
+                                       str(capture) if capture is not None else None))
     except KeyboardInterrupt:
         result.interrupted = True
         raise Interrupted(result) from None
@@ -74,10 +79,10 @@ def run_live(
 
 
 def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: str, seed: int,
-             run_dir: Path | None, feedback: str) -> RunResult:
+             run_dir: Path | None, feedback: str, capture: str | None) -> RunResult:
     t0 = time.perf_counter()
     try:
-        res = core().live_run(doc, seed=seed, controller=controller, feedback=feedback)
+        res = core().live_run(doc, seed=seed, controller=controller, feedback=feedback, capture=capture)
     except core_errors() as exc:
         raise from_core(exc, sc.source) from None
     wall = time.perf_counter() - t0
@@ -213,15 +218,18 @@ def register(cli) -> None:
     @set_option
     @fb_option
     @click.option("--no-packets", is_flag=True, help="Do not keep the per-packet log.")
+    @click.option("--capture", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                  help="Write the run's RTP/RTCP to this pcap file (for tshark/Wireshark).")
     def live_run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None, overrides: tuple[str, ...],
-                 feedback: str, no_packets: bool) -> None:
+                 feedback: str, no_packets: bool, capture: Path | None) -> None:
         """Run SCENARIO live on loopback (emulator + receiver + sender) and write the same outputs as `ratelab run`."""
         from .cli import _finish
 
         sc = load_scenario(scenario, overrides)
         out = out or Path("results") / f"{sc.name}-live"
         try:
-            res = run_live(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, feedback=feedback, progress=True)
+            res = run_live(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, feedback=feedback,
+                           progress=True, capture=capture)
         except Interrupted as exc:
             if exc.result.runs:
                 _finish([exc.result], out / "report.html")
@@ -287,14 +295,18 @@ def register(cli) -> None:
     @click.option("--loss", type=float, default=0.0, show_default=True, help="Random loss probability (forward).")
     @click.option("--duration", type=float, default=0.0, help="Stop after this many seconds (default: Ctrl-C).")
     @seed_option
+    @click.option("--capture", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                  help="Write every datagram received (both directions) to this pcap file.")
     @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Also write emulator.json here.")
     def emulate_cmd(listen: str, forward: str, trace: str | None, capacity_kbps: float | None, delay_ms: float,
                     reverse_delay_ms: float | None, queue_ms: float | None, queue_packets: int | None, loss: float,
-                    duration: float, seed: int, out: Path | None) -> None:
+                    duration: float, seed: int, capture: Path | None, out: Path | None) -> None:
         """Relay UDP between a client and FORWARD through the simulator's link model, in real time."""
         link = link_document(trace, capacity_kbps, 0.0, queue_ms, queue_packets, loss)
         opts = {"link": link, "forward_delay_ms": delay_ms, "reverse_delay_ms": delay_ms if reverse_delay_ms is None else reverse_delay_ms,
                 "duration_s": duration, "seed": seed}
+        if capture is not None:
+            opts["capture"] = str(capture)
         stats = emulate(listen, forward, opts)  # Ctrl-C stops it and still returns the statistics
         _print_json(stats, out, "emulator.json")
 

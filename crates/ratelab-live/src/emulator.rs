@@ -44,13 +44,15 @@ pub struct EmulatorOptions {
     /// Most datagrams held at once (queued or propagating), against unbounded memory.
     pub max_held: usize,
     pub series_interval_ms: f64,
+    /// Write every datagram the emulator receives (both directions) to this pcap file.
+    pub capture: Option<String>,
 }
 
 impl Default for EmulatorOptions {
     fn default() -> Self {
         EmulatorOptions {
             link: LinkConfig { capacity_kbps: Some(1000.0), trace_format: "auto".into(), trace_scale: 1.0, trace_loop: true, mahimahi_bin_ms: 100.0, ..Default::default() },
-            forward_delay_ms: 0.0, reverse_delay_ms: 0.0, reverse_link: None, duration_s: 0.0, seed: 1, client: None, max_held: 100_000, series_interval_ms: 25.0,
+            forward_delay_ms: 0.0, reverse_delay_ms: 0.0, reverse_link: None, duration_s: 0.0, seed: 1, client: None, max_held: 100_000, series_interval_ms: 25.0, capture: None,
         }
     }
 }
@@ -85,6 +87,9 @@ pub struct EmulatorStats {
     /// Mean forward capacity over the run (kbit/s).
     pub capacity_kbps_mean: f64,
     pub cpu_us: i64,
+    /// Datagrams written to the capture file, and any error writing it.
+    pub captured: u64,
+    pub capture_error: Option<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -194,6 +199,13 @@ impl Emulator {
         let mut series = EmulatorSeries::default();
         let end = (self.opts.duration_s > 0.0).then(|| t0 + Duration::from_secs_f64(self.opts.duration_s));
         let end_reason;
+        let listen = self.sock.local_addr().ok();
+        let mut capture_error = None;
+        let mut pcap = match self.opts.capture.as_deref().map(crate::pcap::PcapWriter::create) {
+            Some(Ok(w)) => Some(w),
+            Some(Err(e)) => { capture_error = Some(e.to_string()); None }
+            None => None,
+        };
 
         loop {
             let now = clock.now();
@@ -208,6 +220,9 @@ impl Emulator {
                     Err(_) => break,
                 };
                 let ta = clock.now();
+                if let (Some(w), Some(dst)) = (pcap.as_mut(), listen) {
+                    if let Err(e) = w.write(clock.unix_us(ta), src, dst, &buf[..n]) { capture_error = Some(e.to_string()); pcap = None; }
+                }
                 self.process(&mut events, &mut held, ta);
                 let d = if src == self.forward {
                     if self.client.is_none() { foreign += 1; continue; }
@@ -246,6 +261,11 @@ impl Emulator {
             if deadline > now { net::wait_readable(&self.sock, deadline - now); }
         }
         let stats_end = clock.now();
+        let captured = match pcap.map(|w| w.finish()) {
+            Some(Ok(n)) => n,
+            Some(Err(e)) => { capture_error = Some(e.to_string()); 0 }
+            None => 0,
+        };
         let [f, r] = self.dirs;
         let stats = EmulatorStats {
             end_reason: end_reason.into(),
@@ -256,6 +276,8 @@ impl Emulator {
             reverse: r.finish(),
             capacity_kbps_mean: self.capacity.mean_over(t0, stats_end.max(t0 + Duration::from_ms(1))).kbps_f64(),
             cpu_us: net::thread_cpu_us() - cpu0,
+            captured,
+            capture_error,
         };
         EmulatorResult { stats, series, capacity: self.capacity }
     }

@@ -13,6 +13,7 @@
 pub mod emulator;
 pub mod net;
 pub mod payload;
+pub mod pcap;
 pub mod receiver;
 pub mod run;
 pub mod sender;

@@ -28,10 +28,12 @@ pub struct LiveRunOptions {
     /// Time allowed after the end for packets in flight to arrive (s).
     pub drain_s: f64,
     pub stop: StopFlag,
+    /// pcap file for everything the emulator receives (RTP and RTCP of the run).
+    pub capture: Option<String>,
 }
 
 impl Default for LiveRunOptions {
-    fn default() -> Self { LiveRunOptions { seed: 1, controller: None, format: FeedbackFormat::Twcc, drain_s: 1.0, stop: StopFlag::new() } }
+    fn default() -> Self { LiveRunOptions { seed: 1, controller: None, format: FeedbackFormat::Twcc, drain_s: 1.0, stop: StopFlag::new(), capture: None } }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -76,7 +78,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
     let emu = Emulator::new(
         EmulatorOptions {
             link: sc.link.clone(), forward_delay_ms: flow.one_way_delay_ms, reverse_delay_ms: flow.return_delay_ms.unwrap_or(flow.one_way_delay_ms),
-            reverse_link: None, duration_s: 0.0, seed: o.seed, client: None, max_held: 100_000, series_interval_ms: sc.metrics.series_interval_ms,
+            reverse_link: None, duration_s: 0.0, seed: o.seed, client: None, max_held: 100_000, series_interval_ms: sc.metrics.series_interval_ms, capture: o.capture.clone(),
         },
         loopback(), loopback(), clock, inner_stop.clone(),
     ).map_err(|e| ConfigError::new("link", e))?;

@@ -82,11 +82,11 @@ fn to_py<T: serde::Serialize>(py: Python<'_>, v: &T) -> PyResult<PyObject> {
 /// Run a scenario live on loopback (emulator + receiver + sender, real time). Returns a dict
 /// with `summary` (as `Simulation.summary()`), `details` (per component), `series`, `packets`.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, seed=1, controller=None, feedback="twcc"))]
-pub fn live_run(py: Python<'_>, scenario_json: &str, seed: u64, controller: Option<String>, feedback: &str) -> PyResult<PyObject> {
+#[pyo3(signature = (scenario_json, seed=1, controller=None, feedback="twcc", capture=None))]
+pub fn live_run(py: Python<'_>, scenario_json: &str, seed: u64, controller: Option<String>, feedback: &str, capture: Option<String>) -> PyResult<PyObject> {
     let sc = load_scenario(py, scenario_json)?;
     let stop = StopFlag::new();
-    let o = LiveRunOptions { seed, controller, format: format_of(feedback)?, stop: stop.clone(), ..Default::default() };
+    let o = LiveRunOptions { seed, controller, format: format_of(feedback)?, stop: stop.clone(), capture, ..Default::default() };
     let r = run_interruptible(py, "live-run", stop, false, move || core_live_run(&sc, &o))?.map_err(|e| config_err(py, e))?;
     let d = PyDict::new_bound(py);
     d.set_item("summary", to_py(py, &r.summary)?)?;

@@ -1,7 +1,7 @@
 //! Developer tool for live mode (the user-facing CLI is `ratelab live ...` in Python):
 //!
 //! ```text
-//! ratelab-live run     SCENARIO.json [--controller NAME] [--format twcc|rfc8888] [--seed N]
+//! ratelab-live run     SCENARIO.json [--controller NAME] [--format twcc|rfc8888] [--seed N] [--capture FILE.pcap]
 //! ratelab-live compare SCENARIO.json [--controller NAME] [--format twcc|rfc8888] [--seed N]
 //! ratelab-live loopback-bench [--seconds S] [--kbps K ...]
 //! ```
@@ -39,7 +39,7 @@ fn options(args: &[String]) -> Result<LiveRunOptions, String> {
         Some(f) => return Err(format!("unknown feedback format '{f}'")),
     };
     let seed = arg(args, "--seed").map(|s| s.parse::<u64>().map_err(|e| e.to_string())).transpose()?.unwrap_or(1);
-    Ok(LiveRunOptions { seed, controller: arg(args, "--controller"), format, ..Default::default() })
+    Ok(LiveRunOptions { seed, controller: arg(args, "--controller"), format, capture: arg(args, "--capture"), ..Default::default() })
 }
 
 fn live_json(sc: &Scenario, o: &LiveRunOptions) -> Result<serde_json::Value, String> {
