@@ -51,6 +51,7 @@ def run_live(
         sc = sc.with_overrides(["metrics.packet_log=false"])
     if feedback not in FEEDBACK_FORMATS:
         raise InputError("--feedback", feedback, f"unknown feedback format (known: {', '.join(FEEDBACK_FORMATS)})")
+    _check_live(sc)
     check_controllers(controllers or ())
     choices: list[str | None] = list(controllers) if controllers else [None]
     if capture is not None and len(choices) > 1:
@@ -76,6 +77,14 @@ def run_live(
         result.interrupted = True
         raise Interrupted(result) from None
     return result
+
+
+def _check_live(sc: Scenario) -> None:
+    """Live mode runs one media flow; say so before anything starts."""
+    flows = [f for f in sc.data.get("flows", []) if isinstance(f, dict)]
+    media = [f for f in flows if f.get("kind") == "media"]
+    if len(media) != 1 or len(flows) != 1 or int(media[0].get("count", 1)) != 1:
+        raise InputError(sc.source, "flows", "live mode runs exactly one media flow (no TCP flows, count = 1)")
 
 
 def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: str, seed: int,
