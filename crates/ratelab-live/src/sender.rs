@@ -150,7 +150,7 @@ impl Sender {
 
         // Wait for the start time (stop flag honoured).
         let start = Time::ZERO + Duration::from_secs_f64(o.start_s);
-        while clock.now() < start && !self.stop.is_raised() { std::thread::sleep(std::time::Duration::from_millis(1).min((start - clock.now()).as_std())); }
+        while clock.now() < start && !self.stop.is_raised() { std::thread::sleep(std::time::Duration::from_millis(1).min(to_std(start - clock.now()))); }
         let t0 = clock.now();
         let end = t0 + Duration::from_secs_f64(o.duration_s);
         let iv = Duration::from_ms_f64(o.series_interval_ms.max(1.0));
@@ -308,7 +308,4 @@ pub fn bye_packet(ssrc: u32) -> [u8; 8] {
     [0x81, 203, 0x00, 0x01, s[0], s[1], s[2], s[3]]
 }
 
-trait AsStd { fn as_std(self) -> std::time::Duration; }
-impl AsStd for Duration {
-    fn as_std(self) -> std::time::Duration { std::time::Duration::from_micros(self.as_us().max(0) as u64) }
-}
+fn to_std(d: Duration) -> std::time::Duration { std::time::Duration::from_micros(d.as_us().max(0) as u64) }

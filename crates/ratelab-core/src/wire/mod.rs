@@ -80,7 +80,7 @@ impl RtcpHeader {
 /// Write an RTCP header for a body of `body_len` bytes followed by `pad` padding octets
 /// (`body_len + 4 + pad` must be a multiple of 4).
 pub(crate) fn write_rtcp_header(out: &mut Vec<u8>, fmt: u8, packet_type: u8, total_len: usize, padded: bool) {
-    debug_assert!(total_len % 4 == 0 && total_len >= 4);
+    debug_assert!(total_len.is_multiple_of(4) && total_len >= 4);
     out.push(0x80 | if padded { 0x20 } else { 0 } | (fmt & 0x1f));
     out.push(packet_type);
     out.extend_from_slice(&((total_len / 4 - 1) as u16).to_be_bytes());
@@ -249,7 +249,7 @@ mod tests {
         #[test]
         fn rtcp_parsing_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
             let _ = parse_rtcp(&bytes);
-            for item in rtcp_packets(&bytes) { if let Ok((h, p)) = item { let _ = h.body(p); } }
+            for (h, p) in rtcp_packets(&bytes).flatten() { let _ = h.body(p); }
         }
 
         #[test]
