@@ -327,6 +327,31 @@ mod tests {
         assert_eq!(TwccFeedback::parse(&b).unwrap(), fb);
     }
 
+    /// Hand-built: a large positive delta (+250 ms = 1000 ticks), a run of 20 losses, then a
+    /// zero small delta. Chunks: 2-bit vector (the large symbol), run-length of the remaining
+    /// 14 losses, run-length of 1 received.
+    #[test]
+    fn byte_exact_large_positive_delta_and_loss_run() {
+        let mut statuses = vec![Status::Large(1000)];
+        statuses.extend(std::iter::repeat_n(Status::NotReceived, 20));
+        statuses.push(Status::Small(0));
+        let fb = TwccFeedback { sender_ssrc: 1, media_ssrc: 2, base_seq: 100, reference_time: 0, fb_pkt_count: 0, statuses };
+        let expect = [
+            0xAF, 205, 0x00, 0x07,  // P=1 FMT=15, PT=205, 8 words (32 bytes)
+            0, 0, 0, 1, 0, 0, 0, 2, // SSRCs
+            0x00, 100, 0x00, 22,    // base 100, 22 statuses
+            0x00, 0x00, 0x00, 0,    // reference time 0, fb pkt count 0
+            0xE0, 0x00,             // 1|1|10 00 00 00 00 00 00: large, 6 × not received
+            0x00, 0x0E,             // 0|00|14: 14 × not received
+            0x20, 0x01,             // 0|01|1: 1 × received, small delta
+            0x03, 0xE8,             // +1000 ticks = +250 ms (large)
+            0x00,                   // 0 ticks (small)
+            0x00, 0x00, 0x03,       // padding
+        ];
+        assert_eq!(bytes(&fb), expect);
+        assert_eq!(TwccFeedback::parse(&expect).unwrap(), fb);
+    }
+
     #[test]
     fn chunk_encodings_match_the_draft() {
         // §3.1.3 example: a run of 221 "not received" = 0|00|0 0000 1101 1101
