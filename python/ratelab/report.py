@@ -27,6 +27,7 @@ FLOW_COLUMNS: list[tuple[str, str, str]] = [
     ("loss_rate", "loss", "pct"),
     ("freeze_ratio", "freeze ratio", "pct"),
     ("frame_delay_ms_mean", "frame delay (ms)", "{:.1f}"),
+    ("psnr_db_mean", "PSNR (dB)", "{:.2f}"),
 ]
 
 CSS = """

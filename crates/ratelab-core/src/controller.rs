@@ -141,6 +141,10 @@ pub trait Controller: Send {
     fn on_constraints(&mut self, _now: Time, _constraints: Constraints) -> Update { Update::default() }
     /// A rate report from a receiver-side estimator (REMB-like).
     fn on_remote_estimate(&mut self, _now: Time, _rate: Bitrate) -> Update { Update::default() }
+    /// Bytes of media waiting in the sender's pacer queue (the RTP queue of RFC 8298, the
+    /// rate-shaping buffer `L_s` of RFC 8698 §5.2), reported right before every
+    /// [`Controller::on_tick`]. Controllers that do not model the sender queue ignore it.
+    fn on_sender_queue(&mut self, _now: Time, _queue: Bytes) -> Update { Update::default() }
     /// Internal values worth plotting; appended to `out`.
     fn diagnostics(&self, _out: &mut Diagnostics) {}
 }
@@ -152,4 +156,7 @@ pub trait ReceiverEstimator: Send {
     /// Called every [`ReceiverEstimator::tick_interval`]; returns a rate to report, if any.
     fn on_tick(&mut self, now: Time) -> Option<Bitrate>;
     fn tick_interval(&self) -> Duration { Duration::from_ms(50) }
+    /// A round-trip time known at the receiver (RTCP-derived in a real stack; the simulator
+    /// gives the exact RTT of each arriving packet: its one-way delay plus the return delay).
+    fn on_rtt_update(&mut self, _now: Time, _rtt: Duration) {}
 }

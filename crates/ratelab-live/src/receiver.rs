@@ -15,7 +15,8 @@ use ratelab_core::controllers::{self, BuildContext};
 use ratelab_core::feedback::generator::{FeedbackGenerator, FeedbackReport, GeneratorMode};
 use ratelab_core::media::receiver::FrameReceiver;
 use ratelab_core::metrics::FlowMetrics;
-use ratelab_core::scenario::{FeedbackMode, FlowConfig};
+use ratelab_core::media::quality::QualityTracker;
+use ratelab_core::scenario::{FeedbackMode, FlowConfig, MediaConfig};
 use ratelab_core::wire::remb::Remb;
 use ratelab_core::wire::rfc8888::CcfbEncoder;
 use ratelab_core::wire::rtp::RtpPacket;
@@ -95,6 +96,7 @@ pub struct ReceiverStats {
     pub freeze_count: u64,
     pub freeze_duration_s: f64,
     pub frame_delay_ms_mean: Option<f64>,
+    pub psnr_db_mean: Option<f64>,
     pub first_packet_s: Option<f64>,
     pub last_packet_s: Option<f64>,
     pub cpu_us: i64,
@@ -135,6 +137,8 @@ pub struct Receiver {
     opts: ReceiverOptions,
     feedback: FeedbackGenerator,
     estimator: Option<Box<dyn ReceiverEstimator>>,
+    /// The flow's media settings (header size and quality model, as in the simulator).
+    media: MediaConfig,
     stop: StopFlag,
 }
 
@@ -147,7 +151,7 @@ impl Receiver {
         let estimator = controllers::build(&flow.controller, &flow.params, &BuildContext::new(ratelab_core::sim::build::derive_seed(seed, 1000)))
             .map(|b| b.receiver).unwrap_or(None);
         let sock = net::bind(listen).map_err(|e| format!("cannot bind {listen}: {e}"))?;
-        Ok(Receiver { sock, peer, clock, opts, feedback, estimator, stop })
+        Ok(Receiver { sock, peer, clock, opts, feedback, estimator, media: flow.media.clone(), stop })
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> { self.sock.local_addr().ok() }
@@ -160,7 +164,8 @@ impl Receiver {
         let t0 = clock.now();
         let mut st = ReceiverStats { peer: self.peer.map(|p| p.to_string()), ..Default::default() };
         let mut metrics = FlowMetrics::new(t0, Time::MAX);
-        let mut frames = FrameReceiver::new();
+        let mut frames = FrameReceiver::with_quality(QualityTracker::new(self.media.quality_model, self.media.fps, self.media.keyframe_factor));
+        let header = Bytes::new(self.media.header_bytes as i64);
         let mut series = ReceiverSeries::default();
         let mut log = RecvLog::default();
         let mut timer_err = net::us_histogram();
@@ -265,7 +270,7 @@ impl Receiver {
                     iv_recv += size;
                     if send_time.is_some() { iv_owd_sum += owd.as_us(); iv_owd_n += 1; }
                     if let Some(h) = mh {
-                        if !h.padding { frames.on_packet(now, h.frame as u64, h.count, clock.from_unix_us(h.capture_unix_us)); }
+                        if !h.padding { frames.on_packet(now, h.frame as u64, h.count, clock.from_unix_us(h.capture_unix_us), size - header, h.keyframe); }
                     }
                     last_counted = Some(now);
                 }
@@ -327,6 +332,7 @@ impl Receiver {
         st.freeze_count = frames.stats.freeze_count;
         st.freeze_duration_s = frames.stats.freeze_duration.as_secs_f64();
         st.frame_delay_ms_mean = frames.stats.mean_frame_delay().map(|d| d.as_ms_f64());
+        st.psnr_db_mean = frames.stats.mean_psnr_db();
         st.last_packet_s = last_rx.map(|t| t.as_secs_f64());
         st.cpu_us = net::thread_cpu_us() - cpu0;
         st.timer_error_us = Quantiles::of(&timer_err);

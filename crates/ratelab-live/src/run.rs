@@ -131,6 +131,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         freeze_count: Some(video.freeze_count),
         freeze_ratio: Some(if active > Duration::ZERO { video.freeze_duration.as_secs_f64() / active.as_secs_f64() } else { 0.0 }),
         frame_delay_ms_mean: video.mean_frame_delay().map(|d| d.as_ms_f64()),
+        psnr_db_mean: video.mean_psnr_db(),
         frames_rendered: Some(video.frames_rendered),
         packets_sent: sres.stats.packets_sent, packets_received: m.packets_received, packets_lost: dropped,
         bytes_sent: sres.stats.bytes_sent, bytes_received: m.bytes_received.get(),
@@ -162,6 +163,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         series.t_s.push(t.as_secs_f64());
         series.flow.push(0);
         series.target_kbps.push(ss.target_kbps[i]);
+        series.encoder_kbps.push(ss.encoder_kbps[i]);
         series.pacing_kbps.push(ss.pacing_kbps[i]);
         series.send_kbps.push(ss.send_kbps[i]);
         series.cwnd_bytes.push(ss.cwnd_bytes[i]);

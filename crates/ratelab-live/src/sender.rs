@@ -89,6 +89,8 @@ pub struct SenderStats {
 pub struct SenderSeries {
     pub k: Vec<u64>,
     pub target_kbps: Vec<f64>,
+    /// What the encoder produces (0 while paused), as the simulator's series.
+    pub encoder_kbps: Vec<f64>,
     pub pacing_kbps: Vec<f64>,
     pub send_kbps: Vec<f64>,
     pub cwnd_bytes: Vec<f64>,
@@ -126,7 +128,7 @@ impl Sender {
         if !(opts.duration_s.is_finite() && opts.duration_s > 0.0) { return Err(ConfigError::new("duration_s", "must be > 0").to_string()); }
         let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(opts.seed, 1000));
         if let Some(cap) = capacity { cx.fair_share = Some(Arc::new(move |t| cap.rate_at(t))); }
-        let flow_state = build_media_flow(flow, "flow", &flow.controller, &flow.params, &cx, ratelab_core::sim::build::derive_seed(opts.seed, 2000)).map_err(|e| e.to_string())?;
+        let flow_state = build_media_flow(flow, "flow", &flow.controller, &flow.params, &cx, opts.seed, 0).map_err(|e| e.to_string())?;
         let sock = net::bind(bind).map_err(|e| format!("cannot bind {bind}: {e}"))?;
         Ok(Sender { sock, peer, clock, flow: flow_state, opts, stop })
     }
@@ -159,7 +161,7 @@ impl Sender {
         m.apply(t0, u);
         let tick = m.controller.tick_interval().max(Duration::from_ms(1));
         let frame_iv = m.encoder.frame_interval();
-        let (mut next_frame, mut next_tick) = (t0, t0 + tick);
+        let (mut next_frame, mut next_tick) = (t0 + m.frame_phase, t0 + tick);
         let mut next_series = Time::from_us((t0.as_us() / iv.as_us() + 1) * iv.as_us());
         let mut last_feedback = t0;
         let mut iv_sent = Bytes::ZERO;
@@ -218,10 +220,14 @@ impl Sender {
             let now = clock.now();
             // 2. Frames.
             while next_frame <= now {
-                if !m.paused {
+                // As sim/mod.rs on_frame: scheduled pauses, the encoder-pause rule, packetization
+                // feeding the overhead accounting.
+                m.in_pause = m.scheduled_pause(next_frame);
+                if !m.paused && !m.in_pause {
                     let f = m.encoder.encode(next_frame);
                     stats.frames_encoded += 1;
                     let parts: Vec<Bytes> = packetize(f.size, m.max_payload).collect();
+                    m.observe_packetization(f.size, parts.len());
                     let count = parts.len() as u16;
                     for (i, p) in parts.into_iter().enumerate() {
                         let payload = Payload::Media { frame: frame_no as u64, index: i as u16, count, capture: next_frame, keyframe: f.keyframe };
@@ -276,6 +282,7 @@ impl Sender {
             while next_series <= now {
                 series.k.push((next_series.as_us() / iv.as_us()) as u64);
                 series.target_kbps.push(m.target.kbps_f64());
+                series.encoder_kbps.push(if m.paused || m.in_pause { 0.0 } else { m.encoder.output_rate().kbps_f64() });
                 series.pacing_kbps.push(m.pacer.pacing_rate().kbps_f64());
                 series.send_kbps.push((iv_sent / iv).kbps_f64());
                 let w = m.pacer.cwnd();

@@ -9,10 +9,22 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
 
+pub mod aimd;
+pub mod bbr;
 pub mod common;
+pub mod copa;
+pub mod cross;
+pub mod dcrc;
 pub mod fixed;
 pub mod gcc;
+pub mod nada;
 pub mod oracle;
+pub mod r3net;
+pub mod scream;
+#[cfg(test)]
+pub(crate) mod testkit;
+pub mod tfrc;
+pub mod vivace;
 
 /// What the driver offers a controller at construction.
 #[derive(Clone)]
@@ -57,6 +69,81 @@ pub fn registry() -> &'static [Entry] {
             build: |p, cx| Ok(Built::sender(gcc::Gcc::new(parse_params(p)?, cx))),
         },
         Entry {
+            name: "bbr-webrtc",
+            summary: "BBRv1 as shipped in libwebrtc (2018-2019), with its congestion window gating the pacer",
+            defaults: defaults_of::<bbr::BbrWebrtcConfig>,
+            build: |p, cx| Ok(Built::sender(bbr::BbrWebrtc::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "rbbr",
+            summary: "Rate BBR (Cross paper 002): WebRTC-BBR without cwnd, pacing and target discounts",
+            defaults: defaults_of::<bbr::RbbrConfig>,
+            build: |p, cx| Ok(Built::sender(bbr::Rbbr::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "cross",
+            summary: "Cross (paper 002): delay-based MIMD on queue load with fast bandwidth adaptation",
+            defaults: defaults_of::<cross::CrossConfig>,
+            build: |p, cx| Ok(Built::sender(cross::Cross::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "nada",
+            summary: "NADA (RFC 8698): delay/loss congestion signal, accelerated ramp-up and gradual reference-rate update",
+            defaults: defaults_of::<nada::NadaConfig>,
+            build: |p, _| Ok(Built::sender(nada::Nada::new(parse_params(p)?))),
+        },
+        Entry {
+            name: "nadar",
+            summary: "NADAR (paper 002): NADA with a ProbeRTT state that re-samples the base delay every 10 s",
+            defaults: || serde_json::to_value(nada::NadaConfig::nadar()).unwrap_or(serde_json::Value::Null),
+            build: |p, _| {
+                let v = nada::overlay_params(serde_json::to_value(nada::NadaConfig::nadar()).unwrap_or(serde_json::Value::Null), p);
+                Ok(Built::sender(nada::Nada::new(parse_params(&v)?)))
+            },
+        },
+        Entry {
+            name: "copa",
+            summary: "Copa (NSDI'18): delay-based target rate 1/(δ·d_q) with velocity and competitive mode; rate = cwnd/RTT_standing",
+            defaults: defaults_of::<copa::CopaConfig>,
+            build: |p, _| Ok(Built::sender(copa::Copa::new(parse_params(p)?))),
+        },
+        Entry {
+            name: "vivace",
+            summary: "PCC Vivace as in libwebrtc's PCC module: monitor-interval pairs, utility gradient ascent",
+            defaults: defaults_of::<vivace::VivaceConfig>,
+            build: |p, cx| Ok(Built::sender(vivace::Vivace::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "scream",
+            summary: "SCReAM (RFC 8298): self-clocked LEDBAT-like window plus media-rate control on the RTP queue",
+            defaults: defaults_of::<scream::ScreamConfig>,
+            build: |p, _| Ok(Built::sender(scream::Scream::new(parse_params(p)?))),
+        },
+        Entry {
+            name: "dcrc",
+            summary: "DCRC shadow-price rate control (paper 003), literal Eq. 18 price update (delay target cancels)",
+            defaults: defaults_of::<dcrc::DcrcConfig>,
+            build: |p, _| Ok(Built::sender(dcrc::Dcrc::new(parse_params(p)?, dcrc::DcrcVariant::Literal))),
+        },
+        Entry {
+            name: "dcrc-pi",
+            summary: "DCRC shadow-price rate control (paper 003) with a PI price update holding queuing delay at 200 ms",
+            defaults: defaults_of::<dcrc::DcrcConfig>,
+            build: |p, _| Ok(Built::sender(dcrc::Dcrc::new(parse_params(p)?, dcrc::DcrcVariant::Pi))),
+        },
+        Entry {
+            name: "tfrc",
+            summary: "TCP-friendly rate control, RFC 5348 (equation-based; paper 003's baseline)",
+            defaults: defaults_of::<tfrc::TfrcConfig>,
+            build: |p, _| Ok(Built::sender(tfrc::Tfrc::new(parse_params(p)?))),
+        },
+        Entry {
+            name: "aimd",
+            summary: "TCP-like rate control: +1 packet per RTT, halve on a loss event (paper 003's \"CTCP\")",
+            defaults: defaults_of::<aimd::AimdConfig>,
+            build: |p, _| Ok(Built::sender(aimd::Aimd::new(parse_params(p)?))),
+        },
+        Entry {
             name: "fixed",
             summary: "constant target rate (no congestion control)",
             defaults: defaults_of::<fixed::FixedConfig>,
@@ -67,6 +154,12 @@ pub fn registry() -> &'static [Entry] {
             summary: "follows the true fair share of the bottleneck capacity (upper bound for reports)",
             defaults: defaults_of::<oracle::OracleConfig>,
             build: |p, cx| Ok(Built::sender(oracle::Oracle::new(parse_params(p)?, cx)?)),
+        },
+        Entry {
+            name: "r3net",
+            summary: "R3Net: receiver-side RL estimator (GRU policy, ONNX model run in Rust) every 50 ms, REMB-like feedback",
+            defaults: defaults_of::<r3net::R3NetConfig>,
+            build: |p, cx| r3net::build(parse_params(p)?, cx.seed),
         },
     ];
     ENTRIES

@@ -2,4 +2,5 @@
 
 pub mod encoder;
 pub mod pacer;
+pub mod quality;
 pub mod receiver;

@@ -2,9 +2,11 @@
 //! webrtc-stats `freezeCount` defines them: a rendered-frame interval longer than
 //! max(3 × average frame duration, average + 150 ms). There is no retransmission: a frame with
 //! a lost packet is never decodable and the decoder conceals it by showing the next complete
-//! frame (which is how a loss becomes a visible stall).
+//! frame (which is how a loss becomes a visible stall). With a [`QualityTracker`] it also
+//! scores every displayed slot in PSNR (media/quality.rs).
 
-use crate::units::{Duration, Time};
+use super::quality::QualityTracker;
+use crate::units::{Bytes, Duration, Time};
 use std::collections::{BTreeMap, VecDeque};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -14,22 +16,34 @@ pub struct VideoStats {
     pub freeze_duration: Duration,
     /// Σ (render − capture) over rendered frames.
     pub frame_delay_sum: Duration,
+    /// Σ PSNR (dB) over displayed slots and their number (0 without a quality model).
+    pub psnr_sum_db: f64,
+    pub psnr_slots: u64,
 }
 
 impl VideoStats {
     pub fn mean_frame_delay(&self) -> Option<Duration> {
         (self.frames_rendered > 0).then(|| self.frame_delay_sum / self.frames_rendered as i64)
     }
+    /// Mean PSNR per displayed slot (repeated slots included).
+    pub fn mean_psnr_db(&self) -> Option<f64> {
+        (self.psnr_slots > 0).then(|| self.psnr_sum_db / self.psnr_slots as f64)
+    }
 }
 
 #[derive(Clone, Copy)]
-struct Partial { received: u16, count: u16, capture: Time }
+struct Partial { received: u16, count: u16, capture: Time, payload: Bytes, keyframe: bool }
 
 pub struct FrameReceiver {
     partial: BTreeMap<u64, Partial>,
     last_rendered: Option<(u64, Time)>,
     intervals: VecDeque<Duration>,
     interval_sum: Duration,
+    quality: Option<QualityTracker>,
+    /// The sender paused its media on purpose (RFC 8867 5.8): no freeze while paused.
+    paused: bool,
+    /// The first interval after a resume spans the pause: neither a freeze nor a frame duration.
+    skip_next: bool,
     pub stats: VideoStats,
 }
 
@@ -42,7 +56,16 @@ impl Default for FrameReceiver {
 
 impl FrameReceiver {
     pub fn new() -> Self {
-        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, stats: VideoStats::default() }
+        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, quality: None, paused: false, skip_next: false, stats: VideoStats::default() }
+    }
+
+    /// A receiver that also scores displayed frames in PSNR.
+    pub fn with_quality(quality: QualityTracker) -> Self {
+        FrameReceiver { quality: Some(quality), ..Self::new() }
+    }
+
+    fn sync_quality(&mut self) {
+        if let Some(q) = &self.quality { self.stats.psnr_sum_db = q.sum_db; self.stats.psnr_slots = q.slots; }
     }
 
     fn freeze_threshold(&self) -> Option<Duration> {
@@ -51,16 +74,21 @@ impl FrameReceiver {
         Some((avg * 3).max(avg + Duration::from_ms(150)))
     }
 
-    /// A media packet of `frame` arrived at `now`. Returns true if it completed and rendered a frame.
-    pub fn on_packet(&mut self, now: Time, frame: u64, count: u16, capture: Time) -> bool {
+    /// A media packet of `frame` (`payload` media bytes, headers excluded) arrived at `now`.
+    /// Returns true if it completed and rendered a frame.
+    pub fn on_packet(&mut self, now: Time, frame: u64, count: u16, capture: Time, payload: Bytes, keyframe: bool) -> bool {
         if let Some((last, _)) = self.last_rendered { if frame <= last { return false; } }
-        let p = self.partial.entry(frame).or_insert(Partial { received: 0, count, capture });
+        let p = self.partial.entry(frame).or_insert(Partial { received: 0, count, capture, payload: Bytes::ZERO, keyframe });
         p.received += 1;
+        p.payload += payload;
         if p.received < p.count { return false; }
-        let capture = p.capture;
+        let (capture, size, keyframe) = (p.capture, p.payload, p.keyframe);
+        if let Some(q) = self.quality.as_mut() { q.on_render(capture, size, keyframe); }
         // Render: frames older than this one can no longer be shown.
         self.partial = self.partial.split_off(&(frame + 1));
-        if let Some((_, t_last)) = self.last_rendered {
+        if self.skip_next && !self.paused {
+            self.skip_next = false;
+        } else if let Some((_, t_last)) = self.last_rendered {
             let interval = now - t_last;
             if let Some(th) = self.freeze_threshold() {
                 if interval > th {
@@ -75,11 +103,27 @@ impl FrameReceiver {
         self.last_rendered = Some((frame, now));
         self.stats.frames_rendered += 1;
         self.stats.frame_delay_sum += now - capture;
+        self.sync_quality();
         true
     }
 
-    /// The stream ended at `now`: a stall still in progress counts as a freeze.
+    /// The sender paused its media on purpose: the gap is not a freeze.
+    pub fn pause(&mut self) { self.paused = true; }
+
+    /// The sender resumed: the interval spanning the pause is not counted.
+    pub fn resume(&mut self) {
+        if self.paused { self.paused = false; self.skip_next = true; }
+    }
+
+    /// The stream ended at `now`: a stall still in progress counts as a freeze (unless the
+    /// sender paused on purpose), and the frames captured up to `now −` mean frame delay (those
+    /// an on-time receiver would have shown) but not shown are repeats of the last shown one.
     pub fn finish(&mut self, now: Time) {
+        if let (Some(q), Some(d)) = (self.quality.as_mut(), self.stats.mean_frame_delay()) {
+            q.finish(now - d);
+        }
+        self.sync_quality();
+        if self.paused || self.skip_next { return; }
         if let (Some((_, t_last)), Some(th)) = (self.last_rendered, self.freeze_threshold()) {
             let interval = now - t_last;
             if interval > th {
@@ -99,14 +143,14 @@ mod tests {
         let mut r = FrameReceiver::new();
         let step = Duration::from_us(33_333);
         let mut t = Time::ZERO;
-        for f in 0..30 { assert!(r.on_packet(t, f, 1, t)); t += step; }
+        for f in 0..30 { assert!(r.on_packet(t, f, 1, t, Bytes::new(1000), false)); t += step; }
         // avg ≈ 33 ms: threshold = max(100 ms, 183 ms) = 183 ms. A 150 ms gap is no freeze.
         t += Duration::from_ms(150) - step;
-        r.on_packet(t, 30, 1, t);
+        r.on_packet(t, 30, 1, t, Bytes::new(1000), false);
         assert_eq!(r.stats.freeze_count, 0);
         // a 400 ms gap is
         t += Duration::from_ms(400);
-        r.on_packet(t, 31, 1, t);
+        r.on_packet(t, 31, 1, t, Bytes::new(1000), false);
         assert_eq!(r.stats.freeze_count, 1);
         assert_eq!(r.stats.freeze_duration, Duration::from_ms(400));
     }
@@ -114,11 +158,55 @@ mod tests {
     #[test]
     fn incomplete_frames_are_skipped() {
         let mut r = FrameReceiver::new();
-        assert!(!r.on_packet(Time::from_ms(0), 0, 2, Time::ZERO));
+        assert!(!r.on_packet(Time::from_ms(0), 0, 2, Time::ZERO, Bytes::new(600), false));
         // frame 1 completes first; frame 0 (one packet lost) is dropped
-        assert!(r.on_packet(Time::from_ms(40), 1, 1, Time::from_ms(33)));
-        assert!(!r.on_packet(Time::from_ms(41), 0, 2, Time::ZERO));
+        assert!(r.on_packet(Time::from_ms(40), 1, 1, Time::from_ms(33), Bytes::new(600), false));
+        assert!(!r.on_packet(Time::from_ms(41), 0, 2, Time::ZERO, Bytes::new(600), false));
         assert_eq!(r.stats.frames_rendered, 1);
         assert_eq!(r.stats.mean_frame_delay(), Some(Duration::from_ms(7)));
+    }
+
+    #[test]
+    fn psnr_counts_payload_of_all_packets_and_repeats_lost_frames() {
+        use crate::media::quality::{repeated_psnr, QualityModel, QualityTracker};
+        let mut r = FrameReceiver::with_quality(QualityTracker::new(QualityModel::ForemanCif, 30.0, 4.0));
+        let iv = Duration::from_secs_f64(1.0 / 30.0);
+        let cap = |i: i64| Time::ZERO + iv * i;
+        // frame 0 in two packets of 2000 + 2167 bytes = 1 Mbit/s at 30 fps
+        r.on_packet(Time::from_ms(50), 0, 2, cap(0), Bytes::new(2000), false);
+        r.on_packet(Time::from_ms(51), 0, 2, cap(0), Bytes::new(2167), false);
+        let p0 = QualityModel::ForemanCif.curve().psnr(crate::units::Bitrate::from_bps_f64(4167.0 * 240.0));
+        assert!((r.stats.mean_psnr_db().unwrap() - p0).abs() < 1e-9);
+        // frame 1 loses a packet, frame 2 arrives whole: slot 1 shows frame 0 again
+        r.on_packet(Time::from_ms(84), 1, 2, cap(1), Bytes::new(2000), false);
+        r.on_packet(Time::from_ms(117), 2, 1, cap(2), Bytes::new(4167), false);
+        assert_eq!(r.stats.psnr_slots, 3);
+        let mean = (2.0 * p0 + repeated_psnr(p0, 1)) / 3.0;
+        assert!((r.stats.mean_psnr_db().unwrap() - mean).abs() < 1e-9);
+        // stream ends 1 s later (frame delay 50 ms): slots 3..=31 repeat frame 2
+        r.finish(cap(2) + Duration::from_ms(1000));
+        let slots = ((cap(2) + Duration::from_ms(950)).as_us() / iv.as_us()) as u64 + 1;
+        assert_eq!(r.stats.psnr_slots, slots);
+        assert!(r.stats.mean_psnr_db().unwrap() < mean - 5.0);
+    }
+
+    #[test]
+    fn a_sender_pause_is_not_a_freeze() {
+        let mut r = FrameReceiver::new();
+        let ms = Time::from_ms;
+        for i in 0..10u64 { assert!(r.on_packet(ms(33 * i as i64), i, 1, ms(33 * i as i64), Bytes::new(1000), false)); }
+        r.pause();
+        r.resume();
+        // 20 s later: the next frame spans the pause.
+        assert!(r.on_packet(ms(20_000), 10, 1, ms(19_990), Bytes::new(1000), false));
+        assert!(r.on_packet(ms(20_033), 11, 1, ms(20_023), Bytes::new(1000), false));
+        assert_eq!(r.stats.freeze_count, 0);
+        // The same gap without a pause is a freeze.
+        assert!(r.on_packet(ms(40_033), 12, 1, ms(40_023), Bytes::new(1000), false));
+        assert_eq!(r.stats.freeze_count, 1);
+        // Ending while paused: no freeze either.
+        r.pause();
+        r.finish(ms(60_000));
+        assert_eq!(r.stats.freeze_count, 1);
     }
 }

@@ -1,7 +1,7 @@
 //! Scenario → simulation: link, loss, queue, flows and their controllers.
 
 use super::media_flow::MediaFlow;
-use super::tcp_flow::TcpFlow;
+use super::tcp_flow::{OnOff, TcpFlow};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use super::{Event, Flow, FlowInfo, FlowState, Simulation};
 use crate::controller::Constraints;
@@ -11,6 +11,7 @@ use crate::feedback::generator::{FeedbackGenerator, GeneratorMode};
 use crate::feedback::history::SendHistory;
 use crate::media::encoder::{Encoder, EncoderConfig};
 use crate::media::pacer::Pacer;
+use crate::media::quality::QualityTracker;
 use crate::media::receiver::FrameReceiver;
 use crate::metrics::{FlowMetrics, PacketLog, SeriesLog};
 use crate::network::capacity::CapacitySchedule;
@@ -98,8 +99,9 @@ pub fn build_link(link: &LinkConfig, capacity: CapacitySchedule, end: Time) -> R
 }
 
 /// A media flow's sender and receiver state from its configuration (`field`: the flow's path
-/// in the scenario, for errors). Used by the simulator and by the live driver.
-pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, params: &serde_json::Value, cx: &BuildContext, encoder_seed: u64) -> Result<MediaFlow, ConfigError> {
+/// in the scenario, for errors; `id`: the flow's index, for its random streams). Used by the
+/// simulator and by the live driver.
+pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, params: &serde_json::Value, cx: &BuildContext, seed: u64, id: u64) -> Result<MediaFlow, ConfigError> {
     let built = controllers::build(controller_name, params, cx).map_err(|e| {
         if e.field == "controller" { ConfigError::new(format!("{field}.controller"), e.message) } else { e.prefixed(field) }
     })?;
@@ -115,19 +117,26 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         controller: built.sender,
         estimator: built.receiver,
         constraints,
-        encoder: Encoder::new(enc, constraints.start_rate, encoder_seed),
+        encoder: Encoder::new(enc, constraints.start_rate, derive_seed(seed, 2000 + id)),
         max_payload: mc.max_payload_bytes,
         header: Bytes::new(mc.header_bytes as i64),
         pacer: Pacer::new(constraints.start_rate.scale(2.5), limit_t),
         history: SendHistory::new(),
         feedback: FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
-        receiver: FrameReceiver::new(),
+        receiver: FrameReceiver::with_quality(QualityTracker::new(mc.quality_model, mc.fps, mc.keyframe_factor)),
         target: constraints.start_rate,
         paused: false,
         pause_allowed: mc.encoder_pause,
+        overhead_accounting: mc.overhead_accounting,
+        payload_share: mc.max_payload_bytes as f64 / (mc.max_payload_bytes + mc.header_bytes) as f64,
         queue_time_limit: limit_t,
         pacer_wake: None,
+        // Random capture phase: flows that start at the same instant must not
+        // produce frames in lock-step (the lower flow id would win every tie).
+        frame_phase: Duration::from_us((derive_seed(seed, 4000 + id) % (1e6 / mc.fps).max(1.0) as u64) as i64),
         include_report_time: true,
+        pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
+        in_pause: false,
     })
 }
 
@@ -173,12 +182,20 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
                     let n = win2.iter().filter(|(s, e)| *s <= t && t < *e).count().max(1);
                     cap2.rate_at(t) / n as i64
                 }));
-                FlowState::Media(Box::new(build_media_flow(fc, &field, &controller_name, &params, &cx, derive_seed(seed, 2000 + id as u64))?))
+                FlowState::Media(Box::new(build_media_flow(fc, &field, &controller_name, &params, &cx, seed, id as u64)?))
             }
             FlowKind::Tcp => {
-                let cfg: TcpConfig = controllers::parse_params(&fc.tcp).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
-                let sender = TcpSender::new(&cfg).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
-                FlowState::Tcp(Box::new(TcpFlow { sender, receiver: TcpReceiver::new(&cfg), sender_wake: None, receiver_wake: None }))
+                let mut cfg: TcpConfig = controllers::parse_params(&fc.tcp).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
+                let on_off = fc.on_off.as_ref().map(|o| OnOff {
+                    file_bytes: o.file_bytes.round() as u64, off_mean_s: o.off_mean_s, initially_on: o.initially_on,
+                    rng: ChaCha8Rng::seed_from_u64(derive_seed(seed, 4000 + id as u64)), waiting: false, files: 0,
+                });
+                if on_off.is_some() {
+                    if cfg.max_bytes.is_some() { return Err(ConfigError::new(format!("{field}.tcp.max_bytes"), "cannot be combined with on_off (each file is on_off.file_bytes)")); }
+                    cfg.max_bytes = Some(0); // files are appended at each ON
+                }
+                let sender = TcpSender::with_seed(&cfg, derive_seed(seed, 3000 + id as u64)).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
+                FlowState::Tcp(Box::new(TcpFlow { sender, receiver: TcpReceiver::new(&cfg), sender_wake: None, receiver_wake: None, on_off }))
             }
         };
         let info = FlowInfo {

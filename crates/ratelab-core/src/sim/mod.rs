@@ -5,9 +5,11 @@
 //! RNGs seeded from the run seed.
 
 pub mod build;
+pub mod env;
 pub mod events;
 pub mod media_flow;
 pub mod summary;
+pub mod synth;
 pub mod tcp_flow;
 
 use crate::controller::{ReceivedPacket, Update};
@@ -75,6 +77,8 @@ enum Event {
     TcpSenderTimer(u32),
     TcpReceiverTimer(u32),
     TcpAck(u32, Ack),
+    /// Start the next file of an on/off TCP flow.
+    TcpOn(u32),
 }
 
 pub struct Simulation {
@@ -138,6 +142,7 @@ impl Simulation {
             Event::TcpSenderTimer(f) => self.on_tcp_sender_timer(f),
             Event::TcpReceiverTimer(f) => self.on_tcp_receiver_timer(f),
             Event::TcpAck(f, a) => self.on_tcp_ack(f, a),
+            Event::TcpOn(f) => self.on_tcp_on(f),
         }
     }
 
@@ -157,14 +162,27 @@ impl Simulation {
         flow.active = true;
         let m = match &mut flow.state {
             FlowState::Media(m) => m,
-            FlowState::Tcp(_) => { self.tcp_transmit(f); return; }
+            FlowState::Tcp(t) => {
+                if let Some(o) = t.on_off.as_mut() {
+                    if !o.initially_on {
+                        o.waiting = true;
+                        let off = o.off_time();
+                        self.events.push(now + off, Event::TcpOn(f));
+                        return;
+                    }
+                    o.files += 1;
+                    t.sender.extend_stream(o.file_bytes);
+                }
+                self.tcp_transmit(f);
+                return;
+            }
         };
         let u = m.controller.on_start(now, m.constraints);
         m.apply(now, u);
         let tick = m.controller.tick_interval();
         let fb = m.feedback.interval();
         let est = m.estimator.as_ref().map(|e| e.tick_interval());
-        self.events.push(now, Event::Frame(f));
+        self.events.push(now + m.frame_phase, Event::Frame(f));
         if tick > Duration::ZERO { self.events.push(now + tick, Event::ControllerTick(f)); }
         if m.feedback.mode() == crate::feedback::generator::GeneratorMode::Twcc { self.events.push(now + fb, Event::FeedbackTimer(f)); }
         if let Some(d) = est { self.events.push(now + d, Event::EstimatorTick(f)); }
@@ -182,9 +200,15 @@ impl Simulation {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
         let interval = m.encoder.frame_interval();
-        if !m.paused {
+        let scheduled = m.scheduled_pause(now);
+        if scheduled != m.in_pause {
+            m.in_pause = scheduled;
+            if scheduled { m.receiver.pause() } else { m.receiver.resume() }
+        }
+        if !m.paused && !scheduled {
             let frame = m.encoder.encode(now);
             let payloads: Vec<_> = packetize(frame.size, m.max_payload).collect();
+            m.observe_packetization(frame.size, payloads.len());
             let count = payloads.len() as u16;
             for (i, p) in payloads.into_iter().enumerate() {
                 let payload = Payload::Media { frame: frame.id, index: i as u16, count, capture: now, keyframe: frame.keyframe };
@@ -263,11 +287,13 @@ impl Simulation {
                 return;
             }
         };
-        if let Payload::Media { frame, count, capture, .. } = pkt.payload {
-            m.receiver.on_packet(now, frame, count, capture);
+        if let Payload::Media { frame, count, capture, keyframe, .. } = pkt.payload {
+            m.receiver.on_packet(now, frame, count, capture, pkt.size - m.header, keyframe);
         }
         if let Some(e) = m.estimator.as_mut() {
             e.on_packet_received(&ReceivedPacket { seq: pkt.seq, size: pkt.size, send_time: pkt.send_time, recv_time: now });
+            // The exact RTT this packet would show the sender: its one-way delay plus the return path.
+            e.on_rtt_update(now, (now - pkt.send_time) + ret);
         }
         if let Some(report) = m.feedback.on_packet(now, pkt.seq) {
             self.events.push(now + ret, Event::Feedback(pkt.flow, Box::new(report)));
@@ -299,6 +325,8 @@ impl Simulation {
     fn on_controller_tick(&mut self, f: u32) {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
+        let q = m.controller.on_sender_queue(now, m.pacer.queue_bytes());
+        m.apply(now, q);
         let u = m.controller.on_tick(now);
         m.apply(now, u);
         m.check_pause();
@@ -318,6 +346,15 @@ impl Simulation {
         let d = e.tick_interval().max(Duration::from_ms(1));
         if let Some(r) = report { self.events.push(now + ret, Event::RemoteEstimate(f, r)); }
         self.events.push(now + d, Event::EstimatorTick(f));
+    }
+
+    /// Send a receiver-side rate report for media flow `f` now, as a receiver-side estimator
+    /// would: it reaches the sender's controller after the flow's return delay. Used by
+    /// drivers that compute the estimate outside the simulator (the RL environment).
+    pub fn push_remote_estimate(&mut self, f: u32, rate: Bitrate) {
+        let Some(flow) = self.flows.get(f as usize) else { return };
+        let at = self.now + flow.ret_delay;
+        self.events.push(at, Event::RemoteEstimate(f, rate));
     }
 
     fn on_remote_estimate(&mut self, f: u32, rate: Bitrate) {
@@ -351,12 +388,14 @@ impl Simulation {
             match &flow.state {
                 FlowState::Media(mf) => {
                     s.target_kbps.push(mf.target.kbps_f64());
+                    s.encoder_kbps.push(if mf.paused || mf.in_pause { 0.0 } else { mf.encoder.output_rate().kbps_f64() });
                     s.pacing_kbps.push(mf.pacer.pacing_rate().kbps_f64());
                     let w = mf.pacer.cwnd();
                     s.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
                 }
                 FlowState::Tcp(t) => {
                     s.target_kbps.push(f64::NAN);
+                    s.encoder_kbps.push(f64::NAN);
                     s.pacing_kbps.push(t.sender.pacing_rate().map_or(f64::NAN, |r| r.kbps_f64()));
                     s.cwnd_bytes.push(t.sender.cwnd().as_f64());
                 }
@@ -423,6 +462,23 @@ impl Simulation {
         if !self.flows[f as usize].active { return; }
         let Some(t) = self.tcp(f) else { return };
         t.sender.on_ack(now, &ack);
+        if let Some(o) = t.on_off.as_mut() {
+            if !o.waiting && t.sender.is_finished() {
+                o.waiting = true;
+                let off = o.off_time();
+                self.events.push(now + off, Event::TcpOn(f));
+            }
+        }
+        self.tcp_transmit(f);
+    }
+
+    fn on_tcp_on(&mut self, f: u32) {
+        if !self.flows[f as usize].active { return; }
+        let Some(t) = self.tcp(f) else { return };
+        let Some(o) = t.on_off.as_mut() else { return };
+        o.waiting = false;
+        o.files += 1;
+        t.sender.extend_stream(o.file_bytes);
         self.tcp_transmit(f);
     }
 

@@ -40,6 +40,9 @@ pub struct FlowSummary {
     pub freeze_ratio: Option<f64>,
     pub frame_delay_ms_mean: Option<f64>,
     pub frames_rendered: Option<u64>,
+    /// Mean PSNR (dB) over displayed frame slots, repeated (frozen/skipped) slots included
+    /// (media/quality.rs; model chosen by `media.quality_model`).
+    pub psnr_db_mean: Option<f64>,
     pub packets_sent: u64,
     pub packets_received: u64,
     pub packets_lost: u64,
@@ -80,6 +83,7 @@ impl Simulation {
                 freeze_ratio: video.map(|v| if active > Duration::ZERO { v.freeze_duration.as_secs_f64() / active.as_secs_f64() } else { 0.0 }),
                 frame_delay_ms_mean: video.and_then(|v| v.mean_frame_delay()).map(|d| d.as_ms_f64()),
                 frames_rendered: video.map(|v| v.frames_rendered),
+                psnr_db_mean: video.and_then(|v| v.mean_psnr_db()),
                 packets_sent: m.packets_sent, packets_received: m.packets_received, packets_lost: m.packets_lost,
                 bytes_sent: m.bytes_sent.get(), bytes_received: m.bytes_received.get(),
             });

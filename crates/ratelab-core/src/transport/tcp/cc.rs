@@ -75,6 +75,9 @@ pub struct AckSample {
     pub is_cwnd_limited: bool,
     /// Delivery-rate sample, if this ACK produced a valid one.
     pub rate: Option<RateSample>,
+    /// Bytes newly marked lost while processing this ACK (SACK/duplicate-ACK loss marking,
+    /// partial ACKs): Linux `rs->losses`, used by BBR.
+    pub newly_lost: Bytes,
 }
 
 /// A congestion event: the start of a fast-recovery episode (one per window of data).
@@ -98,6 +101,18 @@ pub struct RtoEvent {
     /// 1 for the first timeout of a back-off series, 2 for the next without progress, …
     /// (RFC 5681: ssthresh is only reduced on the first).
     pub consecutive: u32,
+    /// The timeout interrupted a fast recovery, which already reduced `ssthresh` for this
+    /// window of data.
+    pub during_recovery: bool,
+}
+
+impl RtoEvent {
+    /// Whether this timeout should set a new `ssthresh` (and save the window to restore): only
+    /// the first timeout of a series (RFC 5681), and not one that interrupts a fast recovery
+    /// (Linux `tcp_enter_loss` keeps the `ssthresh` of the recovery then; RFC 5681's
+    /// `FlightSize/2` would be taken over everything sent during the recovery, SACKed data
+    /// included, and can exceed the window that caused the loss).
+    pub fn reduces_ssthresh(&self) -> bool { self.consecutive <= 1 && !self.during_recovery }
 }
 
 /// A window-based congestion controller driven by a [`super::TcpSender`].
@@ -126,4 +141,40 @@ pub trait WindowCongestionControl: Send {
     /// SACK. Algorithms that manage the window in recovery themselves (BBR's packet
     /// conservation) return false.
     fn wants_recovery_inflation(&self) -> bool { true }
+    /// While true, the sender marks the delivery-rate samples of what it sends next as
+    /// application-limited, as if it had run out of data (checked after every
+    /// [`Self::on_ack`]). BBR uses it in ProbeRTT so that the low-rate samples of that phase do
+    /// not pull its bandwidth estimate down (`tcp_bbr.c`: `tp->app_limited` in
+    /// `bbr_update_min_rtt`).
+    fn forces_app_limited(&self) -> bool { false }
+}
+
+/// Counts round trips the way `tcp_bbr.c` does: a round ends when an ACK delivers a segment
+/// that was sent after the round began, i.e. when a delivery-rate sample's `prior_delivered`
+/// reaches the `delivered` count recorded at the start of the round. Used by BBR, Vegas and
+/// HyStart++ ("once per RTT"). ACKs without a rate sample never end a round (as in Linux,
+/// where `bbr_update_bw` returns before the round check on an invalid sample).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoundCounter {
+    next_round_delivered: Bytes,
+    count: u64,
+}
+
+impl RoundCounter {
+    /// Feed an ACK; returns true if it ends the current round (and starts the next one).
+    pub fn on_ack(&mut self, s: &AckSample) -> bool {
+        match s.rate {
+            Some(r) if r.prior_delivered >= self.next_round_delivered => {
+                self.start_round_now(s.delivered);
+                self.count += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+    /// Start a new round now: it ends once a segment sent after this point is delivered
+    /// (`delivered` = the sender's delivered count now). Does not count a round.
+    pub fn start_round_now(&mut self, delivered: Bytes) { self.next_round_delivered = delivered; }
+    /// Rounds completed so far.
+    pub fn count(&self) -> u64 { self.count }
 }

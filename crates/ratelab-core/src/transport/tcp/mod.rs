@@ -1,5 +1,6 @@
 //! Bulk TCP flows (spec `algorithms.md` §14): a sans-IO sender and receiver, and the
-//! window congestion-control abstraction that NewReno (and later CUBIC, Vegas, BBRv1) implement.
+//! window congestion-control abstraction that NewReno, CUBIC, Vegas and BBRv1 implement
+//! (`docs/controllers/tcp.md`).
 //!
 //! # Driving the state machines
 //!
@@ -28,27 +29,34 @@ use crate::error::ConfigError;
 use crate::units::{Bytes, Duration, Time};
 use serde::{Deserialize, Serialize};
 
+pub mod bbr;
 pub mod cc;
+pub mod cubic;
 pub mod newreno;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
+pub mod vegas;
 
 #[cfg(test)]
 mod tests;
 
-pub use cc::{AckSample, CaState, CongestionEvent, RateSample, RtoEvent, WindowCongestionControl};
+pub use bbr::Bbr;
+pub use cc::{AckSample, CaState, CongestionEvent, RateSample, RoundCounter, RtoEvent, WindowCongestionControl};
+pub use cubic::Cubic;
 pub use newreno::NewReno;
 pub use receiver::TcpReceiver;
 pub use rtt::RttEstimator;
 pub use sender::TcpSender;
+pub use vegas::Vegas;
 
 /// Parameters of one TCP flow (both ends). Missing fields take the defaults; unknown fields are
 /// an error.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TcpConfig {
-    /// Congestion control, by registry name (see [`TCP_CC_NAMES`]): `newreno` (alias `reno`).
+    /// Congestion control, by registry name (see [`TCP_CC_NAMES`]): `newreno` (alias `reno`),
+    /// `cubic` (RFC 9438), `vegas`, `bbr` (BBRv1).
     pub cc: String,
     /// Sender maximum segment size (payload bytes per segment). 1448 = 1500-byte packets with
     /// 52 bytes of IPv4 + TCP + timestamp headers; the RMCAT (cisco ns-3) suite uses 1000.
@@ -76,6 +84,10 @@ pub struct TcpConfig {
     pub delayed_ack_timeout_ms: f64,
     /// Total payload bytes to send; `None` = greedy sender with an infinite backlog.
     pub max_bytes: Option<u64>,
+    /// `cubic` only: leave the initial slow start with RFC 9406 HyStart++ (delay-increase exit
+    /// into Conservative Slow Start). Off by default, so that CUBIC's slow start is the RFC 5681
+    /// one (Linux and ns-3 enable their HyStart by default; spec 14.2).
+    pub hystart: bool,
 }
 
 impl Default for TcpConfig {
@@ -93,6 +105,7 @@ impl Default for TcpConfig {
             delayed_ack: false,
             delayed_ack_timeout_ms: 40.0,
             max_bytes: None,
+            hystart: false,
         }
     }
 }
@@ -127,7 +140,7 @@ impl TcpConfig {
                 return Err(ConfigError::new("max_bytes", "too large"));
             }
         }
-        build_tcp_cc(&self.cc, self).map(|_| ()).map_err(|e| ConfigError::new("cc", e))
+        build_tcp_cc(&self.cc, self, 0).map(|_| ()).map_err(|e| ConfigError::new("cc", e))
     }
 
     pub fn mss(&self) -> Bytes { Bytes::new(self.mss_bytes as i64) }
@@ -139,14 +152,18 @@ impl TcpConfig {
 }
 
 /// Names accepted by [`build_tcp_cc`], in listing order.
-pub const TCP_CC_NAMES: &[&str] = &["newreno", "reno"];
+pub const TCP_CC_NAMES: &[&str] = &["newreno", "reno", "cubic", "vegas", "bbr"];
 
-/// Build a window congestion controller by name. `cfg` supplies SMSS and the initial window
-/// (and, later, algorithm-specific fields). `reno` is an alias of `newreno`: the window
-/// arithmetic is the same, and the recovery procedure lives in the sender.
-pub fn build_tcp_cc(name: &str, cfg: &TcpConfig) -> Result<Box<dyn WindowCongestionControl>, String> {
+/// Build a window congestion controller by name. `cfg` supplies SMSS, header size, the initial
+/// window and algorithm-specific switches (`hystart`); `seed` feeds the controller's random
+/// stream (only BBR draws from it: its initial ProbeBW phase). `reno` is an alias of `newreno`:
+/// the window arithmetic is the same, and the recovery procedure lives in the sender.
+pub fn build_tcp_cc(name: &str, cfg: &TcpConfig, seed: u64) -> Result<Box<dyn WindowCongestionControl>, String> {
     match name {
         "newreno" | "reno" => Ok(Box::new(NewReno::new(cfg.mss(), cfg.initial_window_segments))),
+        "cubic" => Ok(Box::new(Cubic::new(cfg.mss(), cfg.initial_window_segments, cfg.hystart))),
+        "vegas" => Ok(Box::new(Vegas::new(cfg.mss(), cfg.initial_window_segments))),
+        "bbr" => Ok(Box::new(Bbr::new(cfg.mss(), cfg.header(), cfg.initial_window_segments, seed))),
         _ => Err(format!("unknown TCP congestion control '{name}' (known: {})", TCP_CC_NAMES.join(", "))),
     }
 }
@@ -268,22 +285,29 @@ mod config_tests {
         bad(|c| c.initial_window_segments = 0, "initial_window_segments");
         bad(|c| c.min_rto_ms = -1.0, "min_rto_ms");
         bad(|c| c.max_rto_ms = 100.0, "max_rto_ms");
-        bad(|c| c.cc = "cubic".into(), "cc");
-        assert!(TcpSender::new(&TcpConfig { cc: "vegas".into(), ..TcpConfig::default() }).is_err());
+        bad(|c| c.cc = "cubicc".into(), "cc");
+        assert!(TcpSender::new(&TcpConfig { cc: "vegass".into(), ..TcpConfig::default() }).is_err());
+        for name in TCP_CC_NAMES {
+            assert!(TcpSender::new(&TcpConfig { cc: name.to_string(), ..TcpConfig::default() }).is_ok(), "{name}");
+        }
     }
 
     #[test]
-    fn registry_builds_newreno_and_reno() {
+    fn registry_builds_every_controller() {
         let cfg = TcpConfig { mss_bytes: 1000, initial_window_segments: 4, ..TcpConfig::default() };
         for name in TCP_CC_NAMES {
-            let cc = build_tcp_cc(name, &cfg).unwrap();
-            assert_eq!(cc.cwnd(), Bytes::new(4000));
-            assert_eq!(cc.ssthresh(), Bytes::INFINITY);
-            assert!(cc.in_slow_start());
-            assert_eq!(cc.pacing_rate(), None);
+            let cc = build_tcp_cc(name, &cfg, 7).unwrap();
+            let expected = if *name == "reno" { "newreno" } else { name };
+            assert_eq!(cc.name(), expected);
+            assert_eq!(cc.cwnd(), Bytes::new(4000), "{name}");
+            assert_eq!(cc.ssthresh(), Bytes::INFINITY, "{name}");
+            assert!(cc.in_slow_start(), "{name}");
+            // Only BBR paces (the others are unpaced, spec 14).
+            assert_eq!(cc.pacing_rate().is_some(), *name == "bbr", "{name}");
+            assert_eq!(cc.wants_recovery_inflation(), *name != "bbr", "{name}");
         }
-        let err = build_tcp_cc("bbr", &cfg).err().unwrap();
-        assert!(err.contains("newreno"), "{err}");
+        let err = build_tcp_cc("bbr2", &cfg, 0).err().unwrap();
+        assert!(err.contains("newreno") && err.contains("cubic"), "{err}");
     }
 
     #[test]

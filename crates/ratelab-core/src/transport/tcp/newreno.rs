@@ -5,7 +5,8 @@
 //! * congestion avoidance: `cwnd += SMSS²/cwnd` per ACK (≈ +1 SMSS per RTT with an ACK per
 //!   segment), with the integer remainder carried to the next ACK so nothing is lost to rounding;
 //! * congestion event: `ssthresh = max(FlightSize/2, 2·SMSS)`, `cwnd = ssthresh`;
-//! * timeout: the same `ssthresh` (only on the first timeout of a series), `cwnd = 1·SMSS`.
+//! * timeout: the same `ssthresh` (only on the first timeout of a series, and not when the
+//!   timeout interrupts a fast recovery: [`super::RtoEvent::reduces_ssthresh`]), `cwnd = 1·SMSS`.
 //!
 //! No growth during fast recovery, nor while the sender is not cwnd-limited.
 
@@ -65,7 +66,7 @@ impl WindowCongestionControl for NewReno {
     }
 
     fn on_rto(&mut self, ev: &RtoEvent) {
-        if ev.consecutive <= 1 {
+        if ev.reduces_ssthresh() {
             self.ssthresh = self.reduced_ssthresh(ev.flight_size);
         }
         self.cwnd = self.smss;
@@ -103,6 +104,7 @@ mod tests {
             state,
             is_cwnd_limited: true,
             rate: None,
+            newly_lost: Bytes::ZERO,
         }
     }
 
@@ -147,12 +149,19 @@ mod tests {
         // Tiny flight: ssthresh floors at 2·SMSS.
         r.on_congestion_event(&CongestionEvent { now: Time::ZERO, flight_size: Bytes::new(MSS), in_flight: Bytes::ZERO, lost: Bytes::ZERO });
         assert_eq!(r.ssthresh(), Bytes::new(2 * MSS));
-        r.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(30 * MSS), consecutive: 1 });
+        r.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(30 * MSS), consecutive: 1, during_recovery: false });
         assert_eq!(r.ssthresh(), Bytes::new(15 * MSS));
         assert_eq!(r.cwnd(), Bytes::new(MSS));
         // A backed-off second timeout keeps ssthresh.
-        r.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(4 * MSS), consecutive: 2 });
+        r.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(4 * MSS), consecutive: 2, during_recovery: false });
         assert_eq!(r.ssthresh(), Bytes::new(15 * MSS));
+        assert_eq!(r.cwnd(), Bytes::new(MSS));
+        // So does a timeout that interrupts a fast recovery (which already set ssthresh), even
+        // if much more data has been sent since (Linux `tcp_enter_loss`).
+        r.on_congestion_event(&CongestionEvent { now: Time::ZERO, flight_size: Bytes::new(20 * MSS), in_flight: Bytes::ZERO, lost: Bytes::new(MSS) });
+        assert_eq!(r.ssthresh(), Bytes::new(10 * MSS));
+        r.on_rto(&RtoEvent { now: Time::ZERO, flight_size: Bytes::new(60 * MSS), consecutive: 1, during_recovery: true });
+        assert_eq!(r.ssthresh(), Bytes::new(10 * MSS));
         assert_eq!(r.cwnd(), Bytes::new(MSS));
     }
 }

@@ -138,10 +138,15 @@ pub struct TcpSender {
 }
 
 impl TcpSender {
-    /// Build from a configuration (the controller by name). Fails on an invalid configuration.
-    pub fn new(cfg: &TcpConfig) -> Result<Self, ConfigError> {
+    /// Build from a configuration (the controller by name) with random seed 0. Fails on an
+    /// invalid configuration.
+    pub fn new(cfg: &TcpConfig) -> Result<Self, ConfigError> { Self::with_seed(cfg, 0) }
+
+    /// Build from a configuration; `seed` feeds the controller's random stream (BBR's initial
+    /// ProbeBW phase), so the same seed gives the same run.
+    pub fn with_seed(cfg: &TcpConfig, seed: u64) -> Result<Self, ConfigError> {
         cfg.validate()?;
-        let cc = build_tcp_cc(&cfg.cc, cfg).map_err(|e| ConfigError::new("cc", e))?;
+        let cc = build_tcp_cc(&cfg.cc, cfg, seed).map_err(|e| ConfigError::new("cc", e))?;
         Ok(Self::with_cc(cfg, cc))
     }
 
@@ -434,7 +439,7 @@ impl TcpSender {
         if self.state == CaState::Open && outstanding && self.snd_una() >= self.recover {
             let trigger = self.dupacks >= self.dupthresh || (self.sack && newly_lost > 0);
             if trigger {
-                self.enter_recovery(now, newly_lost);
+                newly_lost = self.enter_recovery(now, newly_lost);
             }
         }
 
@@ -454,8 +459,12 @@ impl TcpSender {
                 state: if prior_state == CaState::Recovery { CaState::Recovery } else { self.state },
                 is_cwnd_limited: cwnd_limited,
                 rate,
+                newly_lost: Bytes::new(newly_lost),
             };
             self.cc.on_ack(&sample);
+            if self.cc.forces_app_limited() {
+                self.app_limited_until = (self.delivered + self.in_flight).max(1);
+            }
         }
         self.cwnd_limited = false;
 
@@ -497,7 +506,7 @@ impl TcpSender {
         }
         self.consecutive_rtos = self.consecutive_rtos.saturating_add(1);
         self.stats.timeouts += 1;
-        self.cc.on_rto(&RtoEvent { now, flight_size: self.flight_size(), consecutive: self.consecutive_rtos });
+        self.cc.on_rto(&RtoEvent { now, flight_size: self.flight_size(), consecutive: self.consecutive_rtos, during_recovery: self.state == CaState::Recovery });
         // Go back: everything not SACKed is lost; the first segment is retransmitted even if
         // SACKed, in case the receiver reneged (RFC 6675 §5.1, RFC 2018).
         for idx in self.una_idx..self.nxt_idx() {
@@ -561,6 +570,19 @@ impl TcpSender {
     pub fn mss(&self) -> Bytes { Bytes::new(self.mss) }
     /// A byte-limited sender whose data is all cumulatively acknowledged.
     pub fn is_finished(&self) -> bool { self.limit < u64::MAX / 4 && self.snd_una() >= self.limit }
+
+    /// Append `bytes` of application data (rounded up to whole segments) to a byte-limited
+    /// stream, e.g. the next file of an on/off flow. Only possible while the stream ends on a
+    /// segment boundary (segments are indexed by `seq / mss`); returns false and changes nothing
+    /// otherwise, and for a greedy sender.
+    pub fn extend_stream(&mut self, bytes: u64) -> bool {
+        let m = self.mss as u64;
+        if self.limit >= u64::MAX / 4 || !self.limit.is_multiple_of(m) { return false; }
+        let add = bytes.div_ceil(m).saturating_mul(m);
+        if self.limit.saturating_add(add) >= u64::MAX / 4 { return false; }
+        self.limit += add;
+        true
+    }
 
     // ----- internals ----------------------------------------------------------------------
 
@@ -658,7 +680,8 @@ impl TcpSender {
         lost
     }
 
-    fn enter_recovery(&mut self, now: Time, mut newly_lost: i64) {
+    /// Returns `newly_lost` plus what entering recovery marked lost.
+    fn enter_recovery(&mut self, now: Time, mut newly_lost: i64) -> i64 {
         self.state = CaState::Recovery;
         self.recovery_point = self.snd_nxt();
         self.recover = self.recovery_point;
@@ -676,6 +699,7 @@ impl TcpSender {
         });
         self.inflation = if self.uses_inflation() { self.dupthresh as i64 * self.mss } else { 0 };
         self.force_retransmit = self.lost_count > 0;
+        newly_lost
     }
 
     fn exit_recovery(&mut self, now: Time) {

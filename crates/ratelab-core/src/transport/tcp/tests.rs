@@ -354,18 +354,19 @@ struct Chaos {
     sack: bool,
     delayed_ack: bool,
     max_bytes: Option<u64>,
+    cc: &'static str,
 }
 
 fn chaos_strategy() -> impl Strategy<Value = Chaos> {
     // Light loss (large windows, multi-hole SACK recoveries) as often as heavy loss (timeouts,
     // back-off); reordering as often as not.
     let loss = || prop_oneof![0.0..0.003f64, 0.0..0.2f64];
-    (any::<u64>(), loss(), loss(), prop_oneof![Just(0i64), 0i64..30], any::<bool>(), any::<bool>(), prop::option::of(20_000u64..400_000))
-        .prop_map(|(seed, data_loss, ack_loss, jitter_ms, sack, delayed_ack, max_bytes)| Chaos { seed, data_loss, ack_loss, jitter_ms, sack, delayed_ack, max_bytes })
+    (any::<u64>(), loss(), loss(), prop_oneof![Just(0i64), 0i64..30], any::<bool>(), any::<bool>(), prop::option::of(20_000u64..400_000), prop::sample::select(TCP_CC_NAMES))
+        .prop_map(|(seed, data_loss, ack_loss, jitter_ms, sack, delayed_ack, max_bytes, cc)| Chaos { seed, data_loss, ack_loss, jitter_ms, sack, delayed_ack, max_bytes, cc })
 }
 
 fn run_chaos(c: &Chaos) {
-    let cfg = TcpConfig { sack: c.sack, delayed_ack: c.delayed_ack, max_bytes: c.max_bytes, mss_bytes: 1000, ..TcpConfig::default() };
+    let cfg = TcpConfig { cc: c.cc.to_string(), sack: c.sack, delayed_ack: c.delayed_ack, max_bytes: c.max_bytes, mss_bytes: 1000, ..TcpConfig::default() };
     let mut net = Net::new(&cfg, Duration::from_ms(20)).with_bottleneck(Bitrate::from_kbps(4_000), 30);
     net.trace = None;
     let rng = std::rc::Rc::new(std::cell::RefCell::new(ChaCha8Rng::seed_from_u64(c.seed)));
@@ -397,6 +398,14 @@ proptest! {
     #[test]
     fn random_loss_and_reordering_keep_invariants(c in chaos_strategy()) {
         run_chaos(&c);
+    }
+
+    /// Every controller, byte-limited, under heavy loss and reordering: the flow finishes.
+    #[test]
+    fn every_controller_finishes_under_heavy_loss(seed in any::<u64>(), loss in 0.0..0.15f64, jitter_ms in 0i64..20, sack in any::<bool>()) {
+        for cc in TCP_CC_NAMES {
+            run_chaos(&Chaos { seed, data_loss: loss, ack_loss: loss / 2.0, jitter_ms, sack, delayed_ack: false, max_bytes: Some(60_000), cc });
+        }
     }
 
     /// Arbitrary (even nonsensical) ACKs must not break the sender.
@@ -432,3 +441,85 @@ proptest! {
 }
 
 
+
+/// One event for a controller, with arbitrary (even inconsistent) values.
+#[derive(Clone, Debug)]
+enum CcEvent {
+    Ack { dt_us: i64, acked: i64, rtt_us: Option<i64>, in_flight: i64, lost: i64, state: u8, limited: bool, rate: Option<(i64, i64, bool)> },
+    Loss { flight: i64 },
+    Rto { flight: i64, consecutive: u32 },
+    Exit,
+    Sent { bytes: i64 },
+}
+
+fn cc_event() -> impl Strategy<Value = CcEvent> {
+    prop_oneof![
+        8 => (0i64..200_000, 0i64..20_000, prop::option::of(0i64..2_000_000), 0i64..2_000_000, prop_oneof![Just(0i64), 0i64..5_000], 0u8..3, any::<bool>(),
+              prop::option::of((0i64..1_000_000, 1i64..1_000_000, any::<bool>())))
+            .prop_map(|(dt_us, acked, rtt_us, in_flight, lost, state, limited, rate)| CcEvent::Ack { dt_us, acked, rtt_us, in_flight, lost, state, limited, rate }),
+        1 => (0i64..2_000_000).prop_map(|flight| CcEvent::Loss { flight }),
+        1 => (0i64..2_000_000, 1u32..5).prop_map(|(flight, consecutive)| CcEvent::Rto { flight, consecutive }),
+        1 => Just(CcEvent::Exit),
+        2 => (0i64..2000).prop_map(|bytes| CcEvent::Sent { bytes }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Any event sequence: no panic, the window stays within [1 SMSS, 2^46 B], the pacing rate
+    /// (if any) finite and positive.
+    #[test]
+    fn controllers_stay_sane_on_arbitrary_events(events in prop::collection::vec(cc_event(), 1..300), seed in any::<u64>()) {
+        let cfg = TcpConfig { hystart: seed % 2 == 0, ..TcpConfig::default() };
+        for name in TCP_CC_NAMES {
+            let mut cc = build_tcp_cc(name, &cfg, seed).unwrap();
+            let (mut now, mut delivered, mut recovering) = (Time::ZERO, 0i64, false);
+            for ev in &events {
+                // The sender only reports a recovery exit after a congestion event.
+                if matches!(ev, CcEvent::Exit) && !recovering {
+                    continue;
+                }
+                match *ev {
+                    CcEvent::Ack { dt_us, acked, rtt_us, in_flight, lost, state, limited, rate } => {
+                        now += Duration::from_us(dt_us);
+                        let prior = delivered;
+                        delivered += acked;
+                        let rtt = rtt_us.map(Duration::from_us);
+                        cc.on_ack(&AckSample {
+                            now,
+                            newly_acked: Bytes::new(acked),
+                            newly_cum_acked: Bytes::new(acked),
+                            rtt,
+                            srtt: rtt,
+                            min_rtt: rtt,
+                            prior_in_flight: Bytes::new(in_flight + acked),
+                            in_flight: Bytes::new(in_flight),
+                            delivered: Bytes::new(delivered),
+                            state: [CaState::Open, CaState::Recovery, CaState::Loss][state as usize],
+                            is_cwnd_limited: limited,
+                            rate: rate.map(|(d, i, app)| RateSample {
+                                delivered: Bytes::new(d),
+                                interval: Duration::from_us(i),
+                                delivery_rate: Bytes::new(d) / Duration::from_us(i),
+                                is_app_limited: app,
+                                prior_delivered: Bytes::new(prior - d / 2),
+                            }),
+                            newly_lost: Bytes::new(lost),
+                        });
+                    }
+                    CcEvent::Loss { flight } => { recovering = true; cc.on_congestion_event(&CongestionEvent { now, flight_size: Bytes::new(flight), in_flight: Bytes::new(flight / 2), lost: Bytes::new(1448) }) }
+                    CcEvent::Rto { flight, consecutive } => { let during_recovery = std::mem::take(&mut recovering); cc.on_rto(&RtoEvent { now, flight_size: Bytes::new(flight), consecutive, during_recovery }) }
+                    CcEvent::Exit => { recovering = false; cc.on_recovery_exit(now) }
+                    CcEvent::Sent { bytes } => cc.on_packet_sent(now, Bytes::new(bytes), Bytes::new(bytes)),
+                }
+                let w = cc.cwnd();
+                prop_assert!(w >= cfg.mss() && w.get() <= 1 << 46, "{name}: cwnd {w} after {ev:?}");
+                prop_assert!(cc.ssthresh() >= Bytes::ZERO, "{name}");
+                if let Some(p) = cc.pacing_rate() {
+                    prop_assert!(p.is_finite() && p.bps() > 0, "{name}: pacing {p}");
+                }
+            }
+        }
+    }
+}
