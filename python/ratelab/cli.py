@@ -1,4 +1,4 @@
-"""The ``ratelab`` command line: run, list, bench, demo.
+"""The ``ratelab`` command line: run, list, bench, demo, live, emulate.
 
 Exit codes: 0 ok, 1 interrupted (Ctrl-C), 2 bad input. Bad input of any kind is reported as one
 line ``error: <file>: <field>: <what is wrong>`` on stderr, never as a traceback.
@@ -16,6 +16,7 @@ import click
 
 from . import __version__
 from .errors import InputError
+from .live import register as _register_live
 from .runner import Interrupted, ScenarioRun, check_controllers, progress_bar, run_scenario
 from .scenario import builtin_descriptions, load_scenario
 
@@ -452,6 +453,10 @@ def _console():
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+# `ratelab live run|send|recv` and `ratelab emulate` (python/ratelab/live.py).
+_register_live(cli)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,8 @@ use ratelab_core::sim::{build_simulation_with, Simulation as CoreSim};
 use ratelab_core::{ConfigError, Time};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod live;
+
 create_exception!(_core, ScenarioError, PyValueError, "A scenario field is invalid (attributes: field, message).");
 create_exception!(_core, TraceError, PyValueError, "A trace file cannot be used (attributes: path, line, message).");
 
@@ -39,10 +41,16 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> PyResult<T> {
 /// Parse a scenario and load its trace file (if any) into `trace_content`.
 fn load_scenario(py: Python<'_>, json: &str) -> PyResult<Scenario> {
     let mut sc = guarded("scenario parsing", || Scenario::from_json(json))?.map_err(|e| config_err(py, e))?;
-    if sc.link.trace_content.is_none() {
-        if let Some(path) = sc.link.trace.clone() {
+    read_trace(py, &mut sc.link)?;
+    Ok(sc)
+}
+
+/// Read a link's trace file into `trace_content` and check that it parses.
+fn read_trace(py: Python<'_>, link: &mut ratelab_core::scenario::LinkConfig) -> PyResult<()> {
+    if link.trace_content.is_none() {
+        if let Some(path) = link.trace.clone() {
             match std::fs::read_to_string(&path) {
-                Ok(s) => sc.link.trace_content = Some(s),
+                Ok(s) => link.trace_content = Some(s),
                 Err(e) => {
                     let err = TraceError::new_err(format!("{path}: cannot read trace: {e}"));
                     let v = err.value_bound(py);
@@ -54,9 +62,9 @@ fn load_scenario(py: Python<'_>, json: &str) -> PyResult<Scenario> {
             }
         }
     }
-    if sc.link.trace_content.is_some() {
-        if let Err(e) = guarded("trace parsing", || ratelab_core::sim::build::load_trace(&sc.link))? {
-            let path = sc.link.trace.clone().unwrap_or_else(|| "<trace>".into());
+    if link.trace_content.is_some() {
+        if let Err(e) = guarded("trace parsing", || ratelab_core::sim::build::load_trace(link))? {
+            let path = link.trace.clone().unwrap_or_else(|| "<trace>".into());
             let err = TraceError::new_err(format!("{path}: {e}"));
             let v = err.value_bound(py);
             let _ = v.setattr("path", path);
@@ -65,7 +73,7 @@ fn load_scenario(py: Python<'_>, json: &str) -> PyResult<Scenario> {
             return Err(err);
         }
     }
-    Ok(sc)
+    Ok(())
 }
 
 fn json_to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<PyObject> {
@@ -326,6 +334,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(live::live_run, m)?)?;
+    m.add_function(wrap_pyfunction!(live::live_send, m)?)?;
+    m.add_function(wrap_pyfunction!(live::live_recv, m)?)?;
+    m.add_function(wrap_pyfunction!(live::emulate, m)?)?;
     m.add_class::<RlVecEnv>()?;
     m.add_function(wrap_pyfunction!(rl_env_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(synthetic_trace, m)?)?;
