@@ -1,4 +1,4 @@
-"""The ``ratelab`` command line: run, list, bench, demo, reproduce.
+"""The ``ratelab`` command line: run, list, bench, demo, reproduce, sweep, leaderboard, query.
 
 Exit codes: 0 ok, 1 interrupted (Ctrl-C), 2 bad input. Bad input of any kind is reported as one
 line ``error: <file>: <field>: <what is wrong>`` on stderr, never as a traceback.
@@ -179,7 +179,9 @@ def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out:
 
     spec = paper_spec(paper)
     n_seeds = seeds or spec.default_seeds
-    n_jobs = jobs or os.cpu_count() or 1
+    from .engines import default_workers
+
+    n_jobs = jobs or default_workers()
     command = f"ratelab reproduce {paper} --seeds {n_seeds} --jobs {n_jobs}" + (" --quick" if quick else "")
     if out != Path("docs/reproductions"):
         command += f" --out {out}"
@@ -192,6 +194,187 @@ def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out:
         mark = "holds" if c.holds else "DOES NOT HOLD"
         console.print(f"  [{mark}] {c.section}: {c.what}", highlight=False, soft_wrap=True, markup=False)
     console.print(f"report:  {outcome.path}", highlight=False, soft_wrap=True)
+
+
+@cli.command()
+@click.argument("plan", required=False)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Parent folder of the campaign folder.  [default: the plan's `out`, else results]")
+@click.option("--dry-run", is_flag=True, help="Print the number of runs (and how many are done) without running.")
+@click.option("--status", "show_status", is_flag=True, help="Show done / failed / pending runs of the campaign.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: a process pool on this machine; ray: Ray tasks (pip install 'ratelab[ray]').")
+@click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (auto, ray://HOST:10001, HOST:6379); default: start a local Ray.")
+@click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]")
+@click.option("-q", "--quiet", is_flag=True, help="No line per finished run.")
+def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, engine: str, address: str | None,
+          workers: int | None, quiet: bool) -> int:
+    """Run a campaign PLAN (a plan TOML file or a built-in plan such as `rmcat`): every controller ×
+    scenario × parameter value × seed, one hive-style Parquet folder per run. Rerunning resumes."""
+    from .campaign import builtin_plans, load_plan
+    from .sweep import campaign_root, campaign_status, plan_specs, run_sweep
+
+    if plan is None:
+        raise click.UsageError(f"missing PLAN (a plan file or one of: {', '.join(builtin_plans())})")
+    p = load_plan(plan)
+    root = campaign_root(p, out)
+    specs = plan_specs(p)
+    if dry_run or show_status:
+        st = campaign_status(root, specs)
+        if dry_run:
+            click.echo(f"{len(specs)} runs in campaign '{p.name}' ({root}): "
+                       f"{len(st['done'])} done, {len(st['failed'])} failed, {len(st['pending'])} to run")
+            _validate_specs(specs)
+            return 0
+        click.echo(f"campaign {p.name} ({root})")
+        click.echo(f"done {len(st['done'])}  failed {len(st['failed'])}  pending {len(st['pending'])}  total {len(specs)}")
+        from .store import failures
+
+        failed = set(st["failed"])
+        for f in failures(root):
+            if f.get("run_id") in failed:
+                click.echo(f"failed  {f['run_id']}: {f.get('error', '')}")
+        return 0
+    interactive = sys.stderr.isatty()
+
+    def on_run(summary: dict, res) -> None:
+        if quiet:
+            return
+        n = res.skipped + res.done + res.failed + res.lost
+        st = summary.get("status")
+        extra = f"{summary.get('wall_s', 0):.1f} s" if st == "done" else summary.get("error", "")
+        click.echo(f"[{n}/{res.total}] {st:<6} {summary['run_id']}  {extra}", err=True)
+        if interactive:
+            sys.stderr.flush()
+
+    res = run_sweep(p, root, engine=engine, workers=workers, address=address, on_run=on_run, specs=specs)
+    click.echo(f"campaign {p.name}: {res.total} runs; ran {res.executed} in {res.wall_s:.1f} s "
+               f"({res.runs_per_s:.2f} runs/s), {res.skipped} already done; "
+               f"done {res.done + res.skipped}, failed {res.failed}, pending {res.lost + res.total - res.skipped - res.executed - res.lost}")
+    for run_id, err in res.errors[:20]:
+        click.echo(f"failed  {run_id}: {err}", err=True)
+    click.echo(f"results: {root}")
+    return 0
+
+
+@cli.command()
+@click.option("--traces", "traces", default=None, metavar="DIR",
+              help="Folder (or glob) of trace files.  [default: the traces shipped with ratelab]")
+@click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
+              help="Controllers to rank.  [default: every controller but fixed]")
+@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per trace (1..N).")
+@click.option("--duration", type=click.FloatRange(min=1), default=60, show_default=True, help="Simulated seconds per run (traces loop).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
+              help="Parent folder of the campaign folder `leaderboard/`.")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="HTML file.  [default: <out>/leaderboard/leaderboard.html]")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (with --engine ray).")
+@click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]")
+@click.option("-q", "--quiet", is_flag=True, help="No line per finished run.")
+def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, duration: float, out: Path, report: Path | None,
+                engine: str, address: str | None, workers: int | None, quiet: bool) -> int:
+    """Every controller over every real trace × seeds, ranked in one self-contained HTML page."""
+    from .leaderboard import leaderboard_plan, write_leaderboard
+    from .scenario import TRACE_DIR
+    from .sweep import campaign_root, plan_specs, run_sweep
+
+    check_controllers(controllers)
+    p = leaderboard_plan(traces or TRACE_DIR, controllers, seeds, duration)
+    root = campaign_root(p, out)
+    specs = plan_specs(p)
+
+    def on_run(summary: dict, res) -> None:
+        if not quiet:
+            n = res.skipped + res.done + res.failed + res.lost
+            click.echo(f"[{n}/{res.total}] {summary.get('status'):<6} {summary['run_id']}", err=True)
+
+    res = run_sweep(p, root, engine=engine, workers=workers, address=address, on_run=on_run, specs=specs)
+    path = write_leaderboard(root, report or root / "leaderboard.html")
+    click.echo(f"leaderboard: {res.total} runs ({res.skipped} already done, ran {res.executed} in {res.wall_s:.1f} s, "
+               f"failed {res.failed}); campaign {root}")
+    click.echo(f"report:  {path}")
+    return 0
+
+
+def _validate_specs(specs) -> None:
+    """--dry-run: check each distinct scenario document once; report the invalid ones."""
+    import json
+
+    from .errors import InputError
+    from .scenario import Scenario
+
+    seen: dict[str, str | None] = {}
+    bad = 0
+    for s in specs:
+        key = json.dumps(s.scenario_doc, sort_keys=True, default=str)
+        if key not in seen:
+            try:
+                Scenario(s.scenario_doc, s.scenario).validate()
+                seen[key] = None
+            except InputError as exc:
+                seen[key] = exc.line()
+        if seen[key]:
+            bad += 1
+            click.echo(f"invalid {s.run_id}: {seen[key]}")
+    if bad:
+        click.echo(f"{bad} runs would fail on invalid input")
+
+
+@cli.command()
+@click.argument("campaign")
+@click.argument("sql")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
+              help="Parent folder where CAMPAIGN is looked up (unless CAMPAIGN is a folder itself).")
+@click.option("--format", "fmt_", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+def query(campaign: str, sql: str, out: Path, fmt_: str) -> None:
+    """Run SQL (DuckDB) over a campaign's Parquet files: views flows, runs, series, packets, failures."""
+    from .store import connect
+
+    root = Path(campaign)
+    if not (root.is_dir() and (root / "plan.json").is_file()):
+        root = out / campaign
+    if not root.is_dir():
+        raise InputError(campaign, "", f"no campaign folder (looked for {campaign} and {out / campaign})")
+    import duckdb
+
+    con = connect(root)
+    try:
+        rel = con.execute(sql)
+        cols = [d[0] for d in rel.description] if rel.description else []
+        rows = rel.fetchall() if cols else []
+    except duckdb.Error as exc:
+        raise InputError("query", "", _one_line(str(exc))) from None
+    finally:
+        con.close()
+    if fmt_ == "csv":
+        import csv
+
+        w = csv.writer(sys.stdout)
+        w.writerow(cols)
+        w.writerows(rows)
+        return
+    if fmt_ == "json":
+        import json
+
+        from .results import _strict
+
+        click.echo(json.dumps([_strict(dict(zip(cols, r))) for r in rows], default=str))
+        return
+    from rich.table import Table
+
+    t = Table()
+    for c in cols:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*(_cell(v) for v in r))
+    _console().print(t)
+
+
+def _cell(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
 
 
 def _finish(results: Sequence[ScenarioRun], report_path: Path, *, title: str | None = None) -> None:

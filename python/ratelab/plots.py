@@ -148,3 +148,39 @@ def _smooth(t: np.ndarray, v: np.ndarray, window_s: float = 1.0) -> np.ndarray:
     count = np.convolve(valid.astype(float), kernel, mode="same")
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, total / count, np.nan)
+
+
+def plot_pareto(points: dict[str, tuple[float, float]], per_trace: list[tuple[float, float, str]], front: set[str],
+                png_path: str | Path) -> Path:
+    """Utilization against p95 one-way delay: one large marker per controller (ringed when
+    Pareto-optimal), small markers for every (controller, trace)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 5.2), layout="constrained")
+    ax = fig.subplots()
+    colors = {}
+    for i, name in enumerate(points):
+        colors[name] = f"C{i % 10}"
+    for d, u, name in per_trace:
+        if d is not None and u is not None and np.isfinite(d) and np.isfinite(u):
+            ax.scatter(d, 100 * u, s=10, alpha=0.35, color=colors.get(name, "0.5"), linewidths=0)
+    for name, (d, u) in points.items():
+        if not (np.isfinite(d) and np.isfinite(u)):
+            continue
+        ax.scatter(d, 100 * u, s=90, color=colors[name], label=name + (" (Pareto)" if name in front else ""),
+                   edgecolors="black" if name in front else "none", linewidths=1.5, zorder=3)
+    if all(np.isfinite(d) and d > 0 for d, _ in points.values()):
+        ax.set_xscale("log")
+    ax.set_xlabel("95th-percentile one-way delay (ms, log scale), lower is better")
+    ax.set_ylabel("media utilization (%), higher is better")
+    ax.set_title("Throughput against delay", fontsize=11)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    png_path = Path(png_path)
+    png_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = png_path.with_name(png_path.name + ".part")
+    FigureCanvasAgg(fig)
+    fig.savefig(tmp, format="png", dpi=100)
+    tmp.replace(png_path)
+    return png_path

@@ -87,8 +87,10 @@ class Interrupted(Exception):
 class ParquetSink:
     """Appends column batches to a Parquet file, written under a temporary name until commit."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, metadata: dict[str, str] | None = None):
         self.path = path
+        #: Key/value pairs stored in the Parquet file's metadata (provenance).
+        self.metadata = metadata
         self.tmp = path.with_name(path.name + ".part")
         self._writer = None
         self._batches: list[Any] = []
@@ -114,6 +116,8 @@ class ParquetSink:
         if not self._batches:
             return
         table = pa.concat_tables(self._batches)
+        if self.metadata:
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **self.metadata})
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.tmp, table.schema, compression="zstd")
         self._writer.write_table(table)
@@ -129,7 +133,10 @@ class ParquetSink:
             # No rows at all: still write the (empty) table so readers find the columns.
             import pyarrow.parquet as pq
 
-            pq.write_table(pa.table(self._last), self.tmp)
+            table = pa.table(self._last)
+            if self.metadata:
+                table = table.replace_schema_metadata(self.metadata)
+            pq.write_table(table, self.tmp)
         else:
             self._writer.close()
             self._writer = None
@@ -207,15 +214,15 @@ def check_controllers(names: Iterable[str]) -> None:
 
 
 def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: str, seed: int,
-             run_dir: Path | None, on_progress: ProgressFn) -> RunResult:
+             run_dir: Path | None, on_progress: ProgressFn, metadata: dict[str, str] | None = None) -> RunResult:
     mod = core()
     desc = f"{sc.name} · {label}"
     sinks: dict[str, ParquetSink] = {}
     if run_dir is not None:
         run_dir.mkdir(parents=True, exist_ok=True)
-        sinks["series"] = ParquetSink(run_dir / "series.parquet")
+        sinks["series"] = ParquetSink(run_dir / "series.parquet", metadata)
         if sc.data.get("metrics", {}).get("packet_log", True):
-            sinks["packets"] = ParquetSink(run_dir / "packets.parquet")
+            sinks["packets"] = ParquetSink(run_dir / "packets.parquet", metadata)
     wall = 0.0
     try:
         t0 = time.perf_counter()

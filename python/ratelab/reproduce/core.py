@@ -220,10 +220,12 @@ def run_jobs(jobs: Sequence[Job], n_jobs: int = 1, progress: ProgressFn | None =
         return [r for r in out if r is not None]
     import multiprocessing as mp
 
-    # Largest first, so that the last job to finish is a short one; "spawn" keeps workers clean of
-    # the parent's threads (the progress bar's).
+    # Largest first, so that the last job to finish is a short one. Workers are started as the
+    # campaign engine starts them (forkserver on Linux: clean of the parent's threads, e.g. the
+    # progress bar's).
     order = sorted(range(len(jobs)), key=lambda i: -jobs[i].cost())
-    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("spawn")) as pool:
+    method = "forkserver" if sys.platform.startswith("linux") else "spawn"
+    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context(method)) as pool:
         pending = {pool.submit(run_job, jobs[i]): i for i in order}
         try:
             while pending:

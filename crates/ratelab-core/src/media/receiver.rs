@@ -40,6 +40,10 @@ pub struct FrameReceiver {
     intervals: VecDeque<Duration>,
     interval_sum: Duration,
     quality: Option<QualityTracker>,
+    /// The sender paused its media on purpose (RFC 8867 5.8): no freeze while paused.
+    paused: bool,
+    /// The first interval after a resume spans the pause: neither a freeze nor a frame duration.
+    skip_next: bool,
     pub stats: VideoStats,
 }
 
@@ -52,7 +56,7 @@ impl Default for FrameReceiver {
 
 impl FrameReceiver {
     pub fn new() -> Self {
-        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, quality: None, stats: VideoStats::default() }
+        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, quality: None, paused: false, skip_next: false, stats: VideoStats::default() }
     }
 
     /// A receiver that also scores displayed frames in PSNR.
@@ -82,7 +86,9 @@ impl FrameReceiver {
         if let Some(q) = self.quality.as_mut() { q.on_render(capture, size, keyframe); }
         // Render: frames older than this one can no longer be shown.
         self.partial = self.partial.split_off(&(frame + 1));
-        if let Some((_, t_last)) = self.last_rendered {
+        if self.skip_next && !self.paused {
+            self.skip_next = false;
+        } else if let Some((_, t_last)) = self.last_rendered {
             let interval = now - t_last;
             if let Some(th) = self.freeze_threshold() {
                 if interval > th {
@@ -101,14 +107,23 @@ impl FrameReceiver {
         true
     }
 
-    /// The stream ended at `now`: a stall still in progress counts as a freeze, and the frames
-    /// captured up to `now −` mean frame delay (those an on-time receiver would have shown)
-    /// but not shown are repeats of the last shown one.
+    /// The sender paused its media on purpose: the gap is not a freeze.
+    pub fn pause(&mut self) { self.paused = true; }
+
+    /// The sender resumed: the interval spanning the pause is not counted.
+    pub fn resume(&mut self) {
+        if self.paused { self.paused = false; self.skip_next = true; }
+    }
+
+    /// The stream ended at `now`: a stall still in progress counts as a freeze (unless the
+    /// sender paused on purpose), and the frames captured up to `now −` mean frame delay (those
+    /// an on-time receiver would have shown) but not shown are repeats of the last shown one.
     pub fn finish(&mut self, now: Time) {
         if let (Some(q), Some(d)) = (self.quality.as_mut(), self.stats.mean_frame_delay()) {
             q.finish(now - d);
         }
         self.sync_quality();
+        if self.paused || self.skip_next { return; }
         if let (Some((_, t_last)), Some(th)) = (self.last_rendered, self.freeze_threshold()) {
             let interval = now - t_last;
             if interval > th {
@@ -173,5 +188,25 @@ mod tests {
         let slots = ((cap(2) + Duration::from_ms(950)).as_us() / iv.as_us()) as u64 + 1;
         assert_eq!(r.stats.psnr_slots, slots);
         assert!(r.stats.mean_psnr_db().unwrap() < mean - 5.0);
+    }
+
+    #[test]
+    fn a_sender_pause_is_not_a_freeze() {
+        let mut r = FrameReceiver::new();
+        let ms = Time::from_ms;
+        for i in 0..10u64 { assert!(r.on_packet(ms(33 * i as i64), i, 1, ms(33 * i as i64), Bytes::new(1000), false)); }
+        r.pause();
+        r.resume();
+        // 20 s later: the next frame spans the pause.
+        assert!(r.on_packet(ms(20_000), 10, 1, ms(19_990), Bytes::new(1000), false));
+        assert!(r.on_packet(ms(20_033), 11, 1, ms(20_023), Bytes::new(1000), false));
+        assert_eq!(r.stats.freeze_count, 0);
+        // The same gap without a pause is a freeze.
+        assert!(r.on_packet(ms(40_033), 12, 1, ms(40_023), Bytes::new(1000), false));
+        assert_eq!(r.stats.freeze_count, 1);
+        // Ending while paused: no freeze either.
+        r.pause();
+        r.finish(ms(60_000));
+        assert_eq!(r.stats.freeze_count, 1);
     }
 }

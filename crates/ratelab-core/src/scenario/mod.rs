@@ -120,6 +120,28 @@ pub struct FlowConfig {
     pub feedback: FeedbackConfig,
     #[serde(default)]
     pub tcp: serde_json::Value,
+    /// Media pauses: `[[from_s, to_s], ...]`; the encoder produces no frames inside them (the
+    /// pacer drains, the controller keeps its ticks and feedback), as a muted WebRTC track
+    /// (RFC 8867 5.8). Media flows only.
+    #[serde(default)]
+    pub pauses: Vec<(f64, f64)>,
+    /// Repeated on/off pattern of a TCP flow (RFC 8867 5.7 short TCP flows).
+    pub on_off: Option<OnOffConfig>,
+}
+
+/// A TCP flow that alternates between downloading a file (ON) and idling (OFF, exponentially
+/// distributed, drawn from the run seed). The same connection is reused: ON adds `file_bytes`
+/// (rounded up to whole segments) to the sender's stream; congestion state carries over.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnOffConfig {
+    /// Payload bytes of each ON period's file.
+    pub file_bytes: f64,
+    /// Mean OFF time in seconds (exponential distribution; 0 = back-to-back files).
+    pub off_mean_s: f64,
+    /// Start with a file (ON); otherwise start with an OFF period.
+    #[serde(default = "yes")]
+    pub initially_on: bool,
 }
 
 /// Media sender settings (spec 1.4).
@@ -282,6 +304,20 @@ impl Scenario {
             if m.max_kbps < m.min_kbps { return Err(ConfigError::new(format!("{p}.media.max_kbps"), "must be ≥ min_kbps")); }
             if m.max_payload_bytes < 100 || m.max_payload_bytes > 9000 { return Err(ConfigError::new(format!("{p}.media.max_payload_bytes"), "must be in [100, 9000]")); }
             if !(f.feedback.interval_ms.is_finite() && f.feedback.interval_ms > 0.0) { return Err(ConfigError::new(format!("{p}.feedback.interval_ms"), "must be > 0")); }
+            if !f.pauses.is_empty() && f.kind != FlowKind::Media { return Err(ConfigError::new(format!("{p}.pauses"), "only media flows can pause")); }
+            let mut prev = f64::NEG_INFINITY;
+            for (j, (a, b)) in f.pauses.iter().enumerate() {
+                let field = format!("{p}.pauses[{j}]");
+                finite_nonneg(&field, *a)?;
+                if !(b.is_finite() && b > a) { return Err(ConfigError::new(field, format!("end {b} must be after start {a}"))); }
+                if *a < prev { return Err(ConfigError::new(field, "pauses must be in order and must not overlap")); }
+                prev = *b;
+            }
+            if let Some(o) = &f.on_off {
+                if f.kind != FlowKind::Tcp { return Err(ConfigError::new(format!("{p}.on_off"), "only TCP flows have an on/off pattern")); }
+                if !(o.file_bytes.is_finite() && o.file_bytes >= 1.0 && o.file_bytes <= 1e15) { return Err(ConfigError::new(format!("{p}.on_off.file_bytes"), "must be in [1, 1e15]")); }
+                finite_nonneg(&format!("{p}.on_off.off_mean_s"), o.off_mean_s)?;
+            }
         }
         if !(self.metrics.series_interval_ms.is_finite() && self.metrics.series_interval_ms >= 1.0) {
             return Err(ConfigError::new("metrics.series_interval_ms", "must be ≥ 1"));

@@ -1,7 +1,7 @@
 //! Scenario → simulation: link, loss, queue, flows and their controllers.
 
 use super::media_flow::MediaFlow;
-use super::tcp_flow::TcpFlow;
+use super::tcp_flow::{OnOff, TcpFlow};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use super::{Event, Flow, FlowInfo, FlowState, Simulation};
 use crate::controller::Constraints;
@@ -155,12 +155,22 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
                     // produce frames in lock-step (the lower flow id would win every tie).
                     frame_phase: Duration::from_us((derive_seed(seed, 4000 + id as u64) % (1e6 / mc.fps).max(1.0) as u64) as i64),
                     include_report_time: true,
+                    pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
+                    in_pause: false,
                 }))
             }
             FlowKind::Tcp => {
-                let cfg: TcpConfig = controllers::parse_params(&fc.tcp).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
+                let mut cfg: TcpConfig = controllers::parse_params(&fc.tcp).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
+                let on_off = fc.on_off.as_ref().map(|o| OnOff {
+                    file_bytes: o.file_bytes.round() as u64, off_mean_s: o.off_mean_s, initially_on: o.initially_on,
+                    rng: ChaCha8Rng::seed_from_u64(derive_seed(seed, 4000 + id as u64)), waiting: false, files: 0,
+                });
+                if on_off.is_some() {
+                    if cfg.max_bytes.is_some() { return Err(ConfigError::new(format!("{field}.tcp.max_bytes"), "cannot be combined with on_off (each file is on_off.file_bytes)")); }
+                    cfg.max_bytes = Some(0); // files are appended at each ON
+                }
                 let sender = TcpSender::with_seed(&cfg, derive_seed(seed, 3000 + id as u64)).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
-                FlowState::Tcp(Box::new(TcpFlow { sender, receiver: TcpReceiver::new(&cfg), sender_wake: None, receiver_wake: None }))
+                FlowState::Tcp(Box::new(TcpFlow { sender, receiver: TcpReceiver::new(&cfg), sender_wake: None, receiver_wake: None, on_off }))
             }
         };
         let info = FlowInfo {

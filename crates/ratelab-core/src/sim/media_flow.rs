@@ -31,6 +31,10 @@ pub struct MediaFlow {
     pub frame_phase: Duration,
     /// Give controllers the receiver's report time (RFC 8888-style exact RTT); the simulator knows it.
     pub include_report_time: bool,
+    /// Scheduled media pauses `[from, to)` (RFC 8867 5.8), in order.
+    pub pauses: Vec<(Time, Time)>,
+    /// Inside a scheduled pause at the last frame time.
+    pub in_pause: bool,
 }
 
 impl MediaFlow {
@@ -45,6 +49,11 @@ impl MediaFlow {
         if let Some(p) = u.padding_rate { self.pacer.set_padding_rate(p); }
         if let Some(w) = u.cwnd { self.pacer.set_cwnd(w.max(Bytes::new(1))); }
         for p in u.probes { self.pacer.add_probe(now, p); }
+    }
+
+    /// Whether `now` falls inside a scheduled pause.
+    pub fn scheduled_pause(&self, now: Time) -> bool {
+        self.pauses.iter().any(|&(a, b)| a <= now && now < b)
     }
 
     /// WebRTC's encoder-pause rule, checked every 25 ms: pause while the pacer's expected

@@ -75,6 +75,8 @@ enum Event {
     TcpSenderTimer(u32),
     TcpReceiverTimer(u32),
     TcpAck(u32, Ack),
+    /// Start the next file of an on/off TCP flow.
+    TcpOn(u32),
 }
 
 pub struct Simulation {
@@ -138,6 +140,7 @@ impl Simulation {
             Event::TcpSenderTimer(f) => self.on_tcp_sender_timer(f),
             Event::TcpReceiverTimer(f) => self.on_tcp_receiver_timer(f),
             Event::TcpAck(f, a) => self.on_tcp_ack(f, a),
+            Event::TcpOn(f) => self.on_tcp_on(f),
         }
     }
 
@@ -157,7 +160,20 @@ impl Simulation {
         flow.active = true;
         let m = match &mut flow.state {
             FlowState::Media(m) => m,
-            FlowState::Tcp(_) => { self.tcp_transmit(f); return; }
+            FlowState::Tcp(t) => {
+                if let Some(o) = t.on_off.as_mut() {
+                    if !o.initially_on {
+                        o.waiting = true;
+                        let off = o.off_time();
+                        self.events.push(now + off, Event::TcpOn(f));
+                        return;
+                    }
+                    o.files += 1;
+                    t.sender.extend_stream(o.file_bytes);
+                }
+                self.tcp_transmit(f);
+                return;
+            }
         };
         let u = m.controller.on_start(now, m.constraints);
         m.apply(now, u);
@@ -182,7 +198,12 @@ impl Simulation {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
         let interval = m.encoder.frame_interval();
-        if !m.paused {
+        let scheduled = m.scheduled_pause(now);
+        if scheduled != m.in_pause {
+            m.in_pause = scheduled;
+            if scheduled { m.receiver.pause() } else { m.receiver.resume() }
+        }
+        if !m.paused && !scheduled {
             let frame = m.encoder.encode(now);
             let payloads: Vec<_> = packetize(frame.size, m.max_payload).collect();
             let count = payloads.len() as u16;
@@ -425,6 +446,23 @@ impl Simulation {
         if !self.flows[f as usize].active { return; }
         let Some(t) = self.tcp(f) else { return };
         t.sender.on_ack(now, &ack);
+        if let Some(o) = t.on_off.as_mut() {
+            if !o.waiting && t.sender.is_finished() {
+                o.waiting = true;
+                let off = o.off_time();
+                self.events.push(now + off, Event::TcpOn(f));
+            }
+        }
+        self.tcp_transmit(f);
+    }
+
+    fn on_tcp_on(&mut self, f: u32) {
+        if !self.flows[f as usize].active { return; }
+        let Some(t) = self.tcp(f) else { return };
+        let Some(o) = t.on_off.as_mut() else { return };
+        o.waiting = false;
+        o.files += 1;
+        t.sender.extend_stream(o.file_bytes);
         self.tcp_transmit(f);
     }
 

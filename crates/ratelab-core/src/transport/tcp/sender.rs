@@ -571,6 +571,19 @@ impl TcpSender {
     /// A byte-limited sender whose data is all cumulatively acknowledged.
     pub fn is_finished(&self) -> bool { self.limit < u64::MAX / 4 && self.snd_una() >= self.limit }
 
+    /// Append `bytes` of application data (rounded up to whole segments) to a byte-limited
+    /// stream, e.g. the next file of an on/off flow. Only possible while the stream ends on a
+    /// segment boundary (segments are indexed by `seq / mss`); returns false and changes nothing
+    /// otherwise, and for a greedy sender.
+    pub fn extend_stream(&mut self, bytes: u64) -> bool {
+        let m = self.mss as u64;
+        if self.limit >= u64::MAX / 4 || !self.limit.is_multiple_of(m) { return false; }
+        let add = bytes.div_ceil(m).saturating_mul(m);
+        if self.limit.saturating_add(add) >= u64::MAX / 4 { return false; }
+        self.limit += add;
+        true
+    }
+
     // ----- internals ----------------------------------------------------------------------
 
     fn uses_inflation(&self) -> bool { !self.sack && self.cc.wants_recovery_inflation() }

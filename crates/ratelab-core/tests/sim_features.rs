@@ -1,0 +1,121 @@
+//! Simulator features of the RMCAT suite: media pause/resume (RFC 8867 5.8) and on/off TCP
+//! flows (RFC 8867 5.7). Conservation and determinism must still hold.
+
+use ratelab_core::scenario::Scenario;
+use ratelab_core::sim::build_simulation;
+
+fn scenario(v: serde_json::Value) -> Scenario { Scenario::from_json(&v.to_string()).expect("valid scenario") }
+
+fn in_flight(log: &ratelab_core::metrics::PacketLog) -> u64 {
+    log.recv_s.iter().zip(&log.lost).filter(|(r, l)| r.is_nan() && !**l).count() as u64
+}
+
+fn paused_flow(pauses: serde_json::Value) -> Scenario {
+    scenario(serde_json::json!({
+        "name": "t", "duration_s": 12,
+        "link": {"capacity_kbps": 2000, "queue": {"ms": 300}},
+        "flows": [{"kind": "media", "controller": "fixed", "params": {"rate_kbps": 500}, "pauses": pauses,
+                   "media": {"min_kbps": 10, "max_kbps": 10000, "start_kbps": 500, "frame_size_noise": 0.0}}]
+    }))
+}
+
+#[test]
+fn paused_media_sends_nothing_and_resumes_without_a_freeze() {
+    let mut sim = build_simulation(&paused_flow(serde_json::json!([[4, 8]])), 1, None).unwrap();
+    sim.run_to_end();
+    let s = sim.summary();
+    let log = sim.take_packets();
+    let sent_in = |a: f64, b: f64| log.send_s.iter().filter(|&&t| t >= a && t < b).count();
+    // The pacer drains what was queued at 4 s within a frame or two; then silence until 8 s.
+    assert!(sent_in(3.0, 4.0) > 30);
+    assert_eq!(sent_in(4.1, 8.0), 0);
+    assert!(sent_in(8.0, 9.0) > 30, "media resumes");
+    let f = &s.flows[0];
+    assert_eq!(f.freeze_count, Some(0), "an intended pause is no freeze");
+    assert_eq!(f.packets_sent, f.packets_received + f.packets_lost + in_flight(&log));
+    // ≈ 8 of 12 s at 500 kbit/s of payload (throughput is over the whole active time).
+    let expected = 500.0 * 8.0 / 12.0;
+    assert!((f.throughput_kbps - expected).abs() < 0.12 * expected, "{}", f.throughput_kbps);
+
+    // Without the pause the same flow sends throughout.
+    let mut sim = build_simulation(&paused_flow(serde_json::json!([])), 1, None).unwrap();
+    sim.run_to_end();
+    let log = sim.take_packets();
+    assert!(log.send_s.iter().filter(|&&t| (4.1..8.0).contains(&t)).count() > 100);
+}
+
+#[test]
+fn pauses_are_validated() {
+    let bad = |pauses: serde_json::Value, kind: &str| {
+        let v = serde_json::json!({"name": "t", "duration_s": 10, "link": {"capacity_kbps": 1000},
+                                   "flows": [{"kind": kind, "pauses": pauses}]});
+        Scenario::from_json(&v.to_string()).unwrap_err().field
+    };
+    assert_eq!(bad(serde_json::json!([[5, 4]]), "media"), "flows[0].pauses[0]");
+    assert_eq!(bad(serde_json::json!([[1, 4], [3, 6]]), "media"), "flows[0].pauses[1]");
+    assert_eq!(bad(serde_json::json!([[1, 4]]), "tcp"), "flows[0].pauses");
+}
+
+fn on_off(initially_on: bool, off_mean_s: f64) -> Scenario {
+    scenario(serde_json::json!({
+        "name": "t", "duration_s": 30,
+        "link": {"capacity_kbps": 2000, "queue": {"ms": 300}},
+        "flows": [{"kind": "tcp", "tcp": {"mss_bytes": 1000}, "one_way_delay_ms": 25,
+                   "on_off": {"file_bytes": 50000, "off_mean_s": off_mean_s, "initially_on": initially_on}}]
+    }))
+}
+
+/// Sorted distinct segment numbers (seq / mss) in a packet log, and idle gaps ≥ `gap` seconds.
+fn segments_and_gaps(log: &ratelab_core::metrics::PacketLog, gap: f64) -> (Vec<u64>, usize) {
+    let mut segs: Vec<u64> = log.seq.iter().map(|s| s / 1000).collect();
+    segs.sort_unstable();
+    segs.dedup();
+    let mut t: Vec<f64> = log.send_s.clone();
+    t.sort_by(f64::total_cmp);
+    let gaps = t.windows(2).filter(|w| w[1] - w[0] >= gap).count();
+    (segs, gaps)
+}
+
+#[test]
+fn on_off_tcp_sends_whole_files_separated_by_idle_times() {
+    let mut sim = build_simulation(&on_off(true, 1.0), 5, None).unwrap();
+    sim.run_to_end();
+    let s = sim.summary();
+    let log = sim.take_packets();
+    let f = &s.flows[0];
+    assert_eq!(f.packets_sent, f.packets_received + f.packets_lost + in_flight(&log));
+    let (segs, gaps) = segments_and_gaps(&log, 0.15);
+    // Segments are numbered without holes: files append to one stream.
+    assert_eq!(segs, (0..segs.len() as u64).collect::<Vec<_>>());
+    let files = segs.len().div_ceil(50);
+    // A 50 kB file takes ≈ 0.3 s at 2 Mbit/s: with 1 s mean OFF, 30 s hold about 20 files.
+    assert!((8..=40).contains(&files), "{files} files");
+    // Exponential OFF times: P(OFF > 0.15 s) ≈ 0.86, so most files are separated by a visible gap.
+    assert!(gaps >= files / 2, "{gaps} idle gaps for {files} files");
+    // Far below a greedy flow on the same link.
+    assert!(s.link.utilization < 0.6, "{}", s.link.utilization);
+
+    // Deterministic per seed; the OFF times depend on the seed.
+    let run = |seed| {
+        let mut sim = build_simulation(&on_off(true, 1.0), seed, None).unwrap();
+        sim.run_to_end();
+        sim.take_packets().send_s.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    };
+    assert_eq!(run(5), run(5));
+    assert_ne!(run(5), run(6));
+}
+
+#[test]
+fn on_off_tcp_can_start_idle_and_rejects_max_bytes() {
+    let mut sim = build_simulation(&on_off(false, 2.0), 1, None).unwrap();
+    sim.run_to_end();
+    let log = sim.take_packets();
+    let first = log.send_s.iter().cloned().fold(f64::INFINITY, f64::min);
+    assert!(first > 0.0, "first packet at {first}");
+    let mut v = serde_json::json!({"name": "t", "duration_s": 10, "link": {"capacity_kbps": 1000},
+        "flows": [{"kind": "tcp", "tcp": {"max_bytes": 1000}, "on_off": {"file_bytes": 1000, "off_mean_s": 1}}]});
+    let sc = Scenario::from_json(&v.to_string()).unwrap();
+    assert_eq!(build_simulation(&sc, 1, None).err().unwrap().field, "flows[0].tcp.max_bytes");
+    v["flows"][0]["kind"] = serde_json::json!("media");
+    assert_eq!(Scenario::from_json(&v.to_string()).unwrap_err().field, "flows[0].on_off");
+}

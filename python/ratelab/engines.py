@@ -1,0 +1,99 @@
+"""Execution engines for campaigns: a local process pool (default) and Ray.
+
+Both run :func:`ratelab.store.execute_run` for each pending run: the worker simulates, writes its
+own files into the campaign folder and returns a small summary dict. The engines only schedule and
+yield those summaries as runs finish.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from .campaign import RunSpec
+from .errors import InputError
+from .store import execute_run
+
+ENGINES = ("local", "ray")
+
+
+def default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def run_local(specs: Sequence[RunSpec], root: Path, workers: int | None = None) -> Iterator[dict[str, Any]]:
+    """Run on a pool of ``workers`` processes (default: all cores); yields each run's summary.
+
+    A worker that dies (e.g. killed by the OOM killer) breaks the pool: the runs that had not
+    finished are reported as ``{"status": "lost"}`` and stay pending for the next sweep.
+    """
+    workers = workers or default_workers()
+    method = "forkserver" if sys.platform.startswith("linux") else "spawn"
+    ctx = multiprocessing.get_context(method)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    # Keep a bounded number of tasks queued: a Ctrl-C cancels little, memory stays flat.
+    todo = list(specs)[::-1]
+    running: dict[Any, RunSpec] = {}
+    finished = False
+    try:
+        while todo or running:
+            while todo and len(running) < 2 * workers:
+                s = todo.pop()
+                try:
+                    running[pool.submit(execute_run, s.to_dict(), str(root))] = s
+                except BrokenProcessPool:  # a worker died earlier: the rest waits for the next sweep
+                    for lost in [s, *todo[::-1]]:
+                        yield {"run_id": lost.run_id, "status": "lost", "error": "a worker process died"}
+                    todo.clear()
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                s = running.pop(fut)
+                try:
+                    yield fut.result()
+                except BrokenProcessPool:
+                    yield {"run_id": s.run_id, "status": "lost", "error": "a worker process died"}
+        finished = True
+    finally:
+        # Interrupted: do not wait for the runs in progress (each one commits whole or not at all).
+        pool.shutdown(wait=finished, cancel_futures=True)
+
+
+def run_ray(specs: Sequence[RunSpec], root: Path, address: str | None = None, workers: int | None = None) -> Iterator[dict[str, Any]]:
+    """Run as Ray tasks (one CPU each). Without ``address`` a local Ray instance with ``workers``
+    CPUs is started; with one (``auto``, ``ray://host:10001`` or ``host:6379``) the cluster is used
+    and every node must see ``root`` at the same path (shared storage) and have ratelab installed."""
+    try:
+        import ray  # optional extra: pip install 'ratelab[ray]'
+    except ImportError:
+        raise InputError("--engine", "ray", "Ray is not installed (pip install 'ratelab[ray]')") from None
+    started = False
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_cpus=workers or default_workers(), **kwargs)
+        started = True
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(execute_run)
+        root_s = str(Path(root).resolve())
+        pending = {task.remote(s.to_dict(), root_s): s for s in specs}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                s = pending.pop(ref)
+                try:
+                    yield ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - a dead worker or node
+                    yield {"run_id": s.run_id, "status": "lost", "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        if started:
+            ray.shutdown()

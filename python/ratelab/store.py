@@ -1,0 +1,322 @@
+"""The campaign results store: one hive-style folder per run, written so that nothing is lost.
+
+Layout under the campaign root (``results/<campaign>/``)::
+
+    controller=<c>/scenario=<s>/seed=<n>/flows.parquet    one row per flow (+ run-level columns)
+                                        /series.parquet   the run's time series
+                                        /packets.parquet  per-packet log (plans with packets = true)
+                                        /error.json       instead of the above when the run failed
+    summary.parquet                                       every flows.parquet, rebuilt from them
+    plan.json                                             the expanded plan (for --status, query)
+    .tmp/  .lock                                          work area and the sweep's lock
+
+A run is written into a private folder under ``.tmp/`` and renamed into place when complete, so a
+run folder is either absent or whole: ``kill -9`` at any moment loses no finished run and leaves
+no half-written file in the tree (``.tmp/`` is cleared when the next sweep starts). Every Parquet
+file carries the run's provenance in its metadata (keys ``ratelab.*``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from . import __version__
+from .campaign import RunSpec
+
+DONE_FILE = "flows.parquet"
+ERROR_FILE = "error.json"
+TMP_DIR = ".tmp"
+#: Flow-summary keys renamed in flows.parquet (``controller`` is the run's hive column).
+_RENAMED = {"controller": "flow_controller"}
+
+
+# --- provenance ---------------------------------------------------------------------------------
+
+def git_commit() -> str:
+    """The commit of the source checkout ratelab runs from, or "" (an installed wheel has none)."""
+    env = os.environ.get("RATELAB_GIT_COMMIT")
+    if env:
+        return env
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    if out.returncode != 0:
+        return ""
+    commit = out.stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True, timeout=5)
+    return commit + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+
+
+def provenance(spec: RunSpec) -> dict[str, str]:
+    """The ``ratelab.*`` metadata stored in every Parquet file of a run."""
+    doc = spec.scenario_doc
+    meta = {
+        "ratelab.version": __version__,
+        "ratelab.git_commit": spec.git_commit or "",
+        "ratelab.campaign": spec.campaign,
+        "ratelab.run_id": spec.run_id,
+        "ratelab.scenario": json.dumps(doc, sort_keys=True, default=str),
+        "ratelab.scenario_name": spec.scenario_name,
+        "ratelab.controller": spec.controller_name,
+        "ratelab.controller_params": json.dumps(spec.controller_params, sort_keys=True, default=str),
+        "ratelab.grid": json.dumps(spec.grid, sort_keys=True, default=str),
+        "ratelab.seed": str(spec.seed),
+    }
+    trace = doc.get("link", {}).get("trace") if isinstance(doc.get("link"), dict) else None
+    if isinstance(trace, str) and Path(trace).is_file():
+        meta["ratelab.trace_sha256"] = hashlib.sha256(Path(trace).read_bytes()).hexdigest()
+    return meta
+
+
+def read_provenance(path: str | Path) -> dict[str, str]:
+    """The ``ratelab.*`` metadata of a Parquet file, decoded."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    return {k.decode(): v.decode() for k, v in meta.items() if k.startswith(b"ratelab.")}
+
+
+# --- one run --------------------------------------------------------------------------------
+
+def execute_run(spec: RunSpec | dict[str, Any], root: str | Path) -> dict[str, Any]:
+    """Run one campaign run and commit its folder; never raises for a failing run.
+
+    Called in worker processes (local pool or Ray tasks): writes its own files and returns only a
+    small summary ``{"run_id", "status": "done"|"failed"|"skipped", "wall_s", ...}``.
+    """
+    if isinstance(spec, dict):
+        spec = RunSpec.from_dict(spec)
+    root = Path(root)
+    final = root / spec.run_id
+    if (final / DONE_FILE).is_file():
+        return {"run_id": spec.run_id, "status": "skipped"}
+    tmp_base = root / TMP_DIR
+    tmp_base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="run-", dir=tmp_base))
+    t0 = time.perf_counter()
+    try:
+        try:
+            result = _simulate(spec, work / "run")
+        except Exception as exc:  # noqa: BLE001 - a failing run is recorded, the campaign goes on
+            err = _error_record(spec, exc, time.perf_counter() - t0)
+            errdir = work / "failed"
+            errdir.mkdir()
+            (errdir / ERROR_FILE).write_text(json.dumps(err, indent=2) + "\n", encoding="utf-8")
+            commit_dir(errdir, final, root)
+            return {"run_id": spec.run_id, "status": "failed", "error": err["error"], "wall_s": err["wall_s"]}
+        commit_dir(work / "run", final, root)
+        media = [f for f in result.flows if f.get("kind") == "media"]
+        return {"run_id": spec.run_id, "status": "done", "wall_s": time.perf_counter() - t0,
+                "sim_wall_s": result.wall_seconds, "sim_speed": result.sim_speed,
+                "utilization": result.link.get("utilization"),
+                "owd_ms_p95": max((f.get("owd_ms_p95") or 0.0 for f in media), default=None)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _simulate(spec: RunSpec, run_dir: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .runner import _no_progress, _run_one
+    from .scenario import Scenario
+
+    doc = dict(spec.scenario_doc)
+    if not spec.packets:
+        doc["metrics"] = {**doc.get("metrics", {}), "packet_log": False}
+    sc = Scenario(doc, spec.scenario)
+    meta = provenance(spec)
+    result = _run_one(sc, sc.to_json(), None, spec.controller_name, spec.controller, spec.seed, run_dir, _no_progress, meta)
+    rows = flow_rows(spec, result)
+    table = pa.Table.from_pylist(rows).replace_schema_metadata(meta)
+    tmp = run_dir / (DONE_FILE + ".part")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, run_dir / DONE_FILE)
+    return result
+
+
+def flow_rows(spec: RunSpec, result: Any) -> list[dict[str, Any]]:
+    """flows.parquet rows: the simulator's flow summary plus run-level columns."""
+    rows = []
+    run_cols: dict[str, Any] = {f"link_{k}": _num(v) for k, v in result.link.items()}
+    run_cols.update({
+        "controller_name": spec.controller_name, "scenario_name": spec.scenario_name,
+        "duration_s": float(result.duration_s), "wall_seconds": float(result.wall_seconds),
+        "sim_speed": float(result.sim_speed),
+    })
+    for k, v in spec.grid.items():
+        run_cols["param_" + "".join(c if c.isalnum() else "_" for c in k)] = json.dumps(v) if isinstance(v, (list, dict)) else v
+    for k, v in spec.controller_params.items():
+        run_cols["cparam_" + "".join(c if c.isalnum() else "_" for c in k)] = json.dumps(v) if isinstance(v, (list, dict)) else v
+    for f in result.flows:
+        row = {_RENAMED.get(k, k): _num(v) for k, v in f.items()}
+        row.update(run_cols)
+        rows.append(row)
+    return rows
+
+
+def _num(v: Any) -> Any:
+    if hasattr(v, "item") and callable(v.item):
+        return v.item()
+    if isinstance(v, (dict, list)):
+        return json.dumps(v)
+    return v
+
+
+def _error_record(spec: RunSpec, exc: BaseException, wall: float) -> dict[str, Any]:
+    from .errors import InputError
+
+    line = exc.line()[len("error: "):] if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+    return {
+        "run_id": spec.run_id, "error": line, "type": type(exc).__name__,
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        "wall_s": wall, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "provenance": {k: v for k, v in provenance(spec).items()},
+    }
+
+
+def commit_dir(src: Path, dst: Path, root: Path) -> None:
+    """Move a finished run folder into place in one rename (replacing an older failure)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.exists():
+        trash = root / TMP_DIR / f"old-{uuid.uuid4().hex}"
+        os.rename(dst, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+    os.rename(src, dst)
+
+
+# --- campaign state ---------------------------------------------------------------------------
+
+def run_state(root: Path, run_id: str) -> str:
+    d = root / run_id
+    if (d / DONE_FILE).is_file():
+        return "done"
+    if (d / ERROR_FILE).is_file():
+        return "failed"
+    return "pending"
+
+
+def status(root: Path, specs: Iterable[RunSpec]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {"done": [], "failed": [], "pending": []}
+    for s in specs:
+        out[run_state(root, s.run_id)].append(s.run_id)
+    return out
+
+
+def failures(root: Path) -> list[dict[str, Any]]:
+    out = []
+    for p in sorted(root.glob(f"controller=*/scenario=*/seed=*/{ERROR_FILE}")):
+        with contextlib.suppress(OSError, ValueError):
+            out.append(json.loads(p.read_text(encoding="utf-8")))
+    return out
+
+
+@contextlib.contextmanager
+def campaign_lock(root: Path) -> Iterator[None]:
+    """Exclusive lock of a campaign folder for one sweep; clears the work area of dead sweeps."""
+    import fcntl
+
+    from .errors import InputError
+
+    root.mkdir(parents=True, exist_ok=True)
+    fh = open(root / ".lock", "w")
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(str(root), "", "another sweep is running on this campaign") from None
+        shutil.rmtree(root / TMP_DIR, ignore_errors=True)
+        (root / TMP_DIR).mkdir()
+        yield
+    finally:
+        fh.close()
+
+
+def write_plan(root: Path, plan_source: str, specs: list[RunSpec]) -> None:
+    from .results import write_text_atomic
+
+    doc = {"ratelab_version": __version__, "plan": plan_source, "runs": [s.to_dict() for s in specs]}
+    write_text_atomic(root / "plan.json", json.dumps(doc, default=str) + "\n")
+
+
+def read_plan(root: Path) -> list[RunSpec]:
+    p = root / "plan.json"
+    if not p.is_file():
+        return []
+    return [RunSpec.from_dict(d) for d in json.loads(p.read_text(encoding="utf-8"))["runs"]]
+
+
+# --- tables -----------------------------------------------------------------------------------
+
+def _glob(root: Path, name: str) -> str:
+    return str(root / "controller=*" / "scenario=*" / "seed=*" / name)
+
+
+def has_files(root: Path, name: str) -> bool:
+    return any(root.glob(f"controller=*/scenario=*/seed=*/{name}"))
+
+
+def connect(root: Path):
+    """A DuckDB connection with views over the campaign's files: ``flows`` (one row per flow of
+    every finished run, with hive columns controller/scenario/seed), ``runs`` (one row per run),
+    ``series``, ``packets`` (when logged) and ``failures``."""
+    import duckdb
+
+    con = duckdb.connect()
+    root = Path(root)
+    opts = "hive_partitioning = true, union_by_name = true"
+    for view, name in (("flows", DONE_FILE), ("series", "series.parquet"), ("packets", "packets.parquet")):
+        if has_files(root, name):
+            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet({_sql_str(_glob(root, name))}, {opts})")
+    if has_files(root, DONE_FILE):
+        con.execute("""
+            CREATE VIEW runs AS
+            SELECT controller, scenario, seed, any_value(controller_name) AS controller_name,
+                   any_value(scenario_name) AS scenario_name, any_value(link_utilization) AS link_utilization,
+                   any_value(link_jain_index) AS link_jain_index, any_value(link_loss_rate) AS link_loss_rate,
+                   any_value(link_capacity_kbps_mean) AS link_capacity_kbps_mean,
+                   any_value(duration_s) AS duration_s, any_value(wall_seconds) AS wall_seconds,
+                   any_value(sim_speed) AS sim_speed, count(*) AS flows
+            FROM flows GROUP BY controller, scenario, seed""")
+    fails = failures(root)
+    if fails:
+        con.execute("CREATE TABLE failures (run_id VARCHAR, error VARCHAR, type VARCHAR, time VARCHAR)")
+        con.executemany("INSERT INTO failures VALUES (?, ?, ?, ?)", [(f.get("run_id"), f.get("error"), f.get("type"), f.get("time")) for f in fails])
+    return con
+
+
+def rebuild_summary(root: Path) -> Path | None:
+    """Rewrite ``summary.parquet`` from the runs' flows.parquet files (atomically)."""
+    root = Path(root)
+    target = root / "summary.parquet"
+    if not has_files(root, DONE_FILE):
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        return None
+    con = connect(root)
+    tmp = root / f".summary-{uuid.uuid4().hex}.parquet.part"
+    try:
+        con.execute(f"COPY (SELECT * FROM flows ORDER BY controller, scenario, seed, id) TO {_sql_str(str(tmp))} (FORMAT parquet, COMPRESSION zstd)")
+        os.replace(tmp, target)
+    finally:
+        con.close()
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return target
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
