@@ -160,8 +160,27 @@ def test_unknown_paper_is_bad_input(cli):
     assert r.returncode == 2 and "nope" in r.stderr
 
 
-def test_every_paper_module_is_registered():
-    assert set(PAPERS) == {"lcc", "iris", "dcrc"}
-    spec = paper("dcrc")
-    jobs = spec.jobs([1, 2], True)
-    assert {j.seed for j in jobs} == {1, 2} and all(not j.scenario["metrics"]["packet_log"] for j in jobs)
+@pytest.mark.parametrize("name", sorted(PAPERS))
+def test_every_paper_builds_its_jobs(name):
+    spec = paper(name)
+    assert spec.name == name and spec.default_seeds >= 3
+    for quick in (True, False):
+        jobs = spec.jobs([1, 2], quick)
+        assert {j.seed for j in jobs} == {1, 2}
+        assert all(j.document().count('"packet_log": false') == 1 for j in jobs)
+        # every seed runs the same set of experiments
+        assert sorted(j.key for j in jobs if j.seed == 1) == sorted(j.key for j in jobs if j.seed == 2)
+    quick_cost = sum(j.cost() for j in spec.jobs([1], True))
+    assert quick_cost < sum(j.cost() for j in spec.jobs([1], False)) / 3
+
+
+@pytest.mark.parametrize("name", ["lcc", "iris"])
+def test_quick_reproduction_writes_its_report(core, name, tmp_path):
+    needed = {"lcc": {"lcc", "gcc"}, "iris": {"iris", "iris-mid", "vivace"}}[name]
+    if not needed <= {c["name"] for c in core.controllers()}:
+        pytest.skip(f"controllers {needed} not built")
+    out = reproduce(paper(name), [1], 2, True, tmp_path, f"ratelab reproduce {name} --quick")
+    text = out.path.read_text()
+    assert "## Claims at a glance" in text and sum(c.holds is not None for c in out.claims) >= 5
+    assert out.figures and all(p.is_file() and p.stat().st_size > 1000 for p in out.figures)
+    assert all(f"({name}/{p.name})" in text for p in out.figures)
