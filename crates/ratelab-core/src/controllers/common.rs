@@ -1,9 +1,11 @@
-//! Small estimators that several controllers share (spec 1.3): windowed min/max filters,
-//! a sliding-window rate meter, and the RTT flavours one can read off a transport feedback.
+//! Small estimators that several controllers share (spec 1.3): windowed min/max filters
+//! (over time or over round trips), a sliding-window rate meter, the RTT flavours one can read
+//! off a transport feedback, the BBR/QUIC delivery-rate sampler ([`BandwidthSampler`]) and the
+//! BBR round-trip counter ([`RoundCounter`]).
 
-use crate::controller::{PacketResult, TransportFeedback};
+use crate::controller::{PacketResult, SentPacket, TransportFeedback};
 use crate::units::{Bitrate, Bytes, Duration, Time};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Exact time-windowed extremum (monotonic deque): `max` keeps the largest value of the last
 /// `window`, `min` the smallest. O(1) amortised per sample.
@@ -107,6 +109,219 @@ pub fn feedback_rtt(fb: &TransportFeedback) -> Option<FeedbackRtt> {
     Some(FeedbackRtt { naive_min: nmin, naive_max: nmax, propagation: prop.max(Duration::ZERO), exact })
 }
 
+
+/// Windowed extremum over *round trips* instead of time (BBR's bandwidth and ack-height filters,
+/// spec 7.2: window of 10 rounds). Exact (monotonic deque, via [`WindowedFilter`] on a round
+/// clock), not the Nichols 3-best approximation of QUIC/Linux; spec 1.3 allows either and asks
+/// to say which: this one is exact. A sample of round `r` expires once the current round exceeds
+/// `r + window` (QUIC/Linux expiry rule).
+#[derive(Clone, Debug)]
+pub struct RoundWindowedFilter<T> {
+    inner: WindowedFilter<T>,
+}
+
+impl<T: PartialOrd + Copy> RoundWindowedFilter<T> {
+    pub fn max(window_rounds: u64) -> Self { RoundWindowedFilter { inner: WindowedFilter::max(Self::span(window_rounds)) } }
+    pub fn min(window_rounds: u64) -> Self { RoundWindowedFilter { inner: WindowedFilter::min(Self::span(window_rounds)) } }
+    fn span(rounds: u64) -> Duration { Duration::from_us(rounds.min(i64::MAX as u64 / 8) as i64) }
+    fn at(round: u64) -> Time { Time::from_us(round.min(i64::MAX as u64 / 8) as i64) }
+    pub fn update(&mut self, round: u64, v: T) { self.inner.update(Self::at(round), v); }
+    pub fn get(&self) -> Option<T> { self.inner.get() }
+    /// Forget everything and start again from `v` (e.g. Cross's bandwidth reset, spec 5.7).
+    pub fn reset_to(&mut self, round: u64, v: T) { self.inner.reset(); self.inner.update(Self::at(round), v); }
+}
+
+/// BBR's round-trip counter (spec 7.2): a round ends when a packet sent after the previous
+/// round's end is acknowledged.
+#[derive(Clone, Debug, Default)]
+pub struct RoundCounter {
+    count: u64,
+    /// Largest sequence number sent when the current round started (`None`: no round yet).
+    round_end: Option<u64>,
+    last_sent: Option<u64>,
+}
+
+impl RoundCounter {
+    pub fn new() -> Self { Self::default() }
+    pub fn on_packet_sent(&mut self, seq: u64) { self.last_sent = Some(self.last_sent.map_or(seq, |s| s.max(seq))); }
+    /// The largest acknowledged sequence number of a feedback; true if a new round starts.
+    pub fn on_ack(&mut self, largest_acked: u64) -> bool {
+        if self.round_end.is_none_or(|e| largest_acked > e) {
+            self.count += 1;
+            self.round_end = Some(self.last_sent.unwrap_or(largest_acked).max(largest_acked));
+            return true;
+        }
+        false
+    }
+    /// Make the current round last until everything sent so far is acknowledged
+    /// (BBR does this on entering loss recovery).
+    pub fn extend_round(&mut self) { if let Some(s) = self.last_sent { self.round_end = Some(s); } }
+    pub fn count(&self) -> u64 { self.count }
+    pub fn last_sent(&self) -> Option<u64> { self.last_sent }
+}
+
+/// One delivery-rate sample (spec 1.3), produced when a packet is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateSample {
+    pub seq: u64,
+    /// `min(send_rate, ack_rate)`, the BBR bandwidth sample.
+    pub bandwidth: Bitrate,
+    /// Rate at which data was sent between the previously acknowledged packet (at this
+    /// packet's send time) and this packet. `None` = no send-rate constraint ("infinite": the
+    /// packet opened a transmission after the pipe was empty).
+    pub send_rate: Option<Bitrate>,
+    /// Rate at which acknowledgements arrived over the same span.
+    pub ack_rate: Bitrate,
+    /// `t_ack − t_s`: with the feedback-arrival ack clock this is the naive feedback RTT of
+    /// spec 1.3; with the receive-time clock it is the one-way delay.
+    pub rtt: Duration,
+    /// The packet was sent during an application-limited phase.
+    pub is_app_limited: bool,
+}
+
+/// Which time stands for "acknowledged" in the sampler (spec 1.3: with feedback-batched acks
+/// WebRTC-BBR uses the feedback arrival time for every packet of the feedback).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AckClock {
+    /// `t_ack = t_f`, shared by all packets of one feedback (libwebrtc BBR).
+    #[default]
+    FeedbackArrival,
+    /// `t_ack = t_r`, the receiver's arrival time of each packet (receive-rate flavour).
+    ReceiveTime,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SendSnapshot {
+    send_time: Time,
+    size: Bytes,
+    total_sent: Bytes,
+    total_sent_at_last_acked: Bytes,
+    last_acked_send_time: Option<Time>,
+    last_acked_ack_time: Option<Time>,
+    total_acked_at_send: Bytes,
+    app_limited: bool,
+}
+
+/// The BBR/QUIC "BandwidthSampler" (spec 1.3), shared by feedback-batched controllers
+/// (WebRTC-BBR, RBBR, Cross). On send it snapshots the connection state; on acknowledgement
+/// it returns `send_rate`, `ack_rate`, `bandwidth = min(send_rate, ack_rate)`, the RTT sample and
+/// the app-limited flag. Sending into an empty pipe (zero bytes in flight before the packet)
+/// starts a fresh measurement point, as in QUIC (the lab's `SentPacket::data_in_flight`
+/// includes the packet itself, so "empty" means `data_in_flight − size ≤ 0`).
+#[derive(Clone, Debug)]
+pub struct BandwidthSampler {
+    total_sent: Bytes,
+    total_acked: Bytes,
+    total_sent_at_last_acked: Bytes,
+    last_acked_send_time: Option<Time>,
+    last_acked_ack_time: Option<Time>,
+    last_sent_seq: Option<u64>,
+    app_limited: bool,
+    end_of_app_limited: u64,
+    packets: BTreeMap<u64, SendSnapshot>,
+    max_tracked: usize,
+}
+
+impl Default for BandwidthSampler {
+    fn default() -> Self { Self::new() }
+}
+
+impl BandwidthSampler {
+    /// At most this many unacknowledged packets are remembered (libwebrtc: 10 000); older
+    /// ones are forgotten and give no sample.
+    pub const MAX_TRACKED: usize = 10_000;
+
+    pub fn new() -> Self {
+        BandwidthSampler {
+            total_sent: Bytes::ZERO, total_acked: Bytes::ZERO, total_sent_at_last_acked: Bytes::ZERO,
+            last_acked_send_time: None, last_acked_ack_time: None, last_sent_seq: None,
+            app_limited: false, end_of_app_limited: 0, packets: BTreeMap::new(), max_tracked: Self::MAX_TRACKED,
+        }
+    }
+
+    pub fn on_packet_sent(&mut self, p: &SentPacket) {
+        self.last_sent_seq = Some(p.seq);
+        self.total_sent += p.size;
+        if (p.data_in_flight - p.size) <= Bytes::ZERO {
+            // Empty pipe: this send is the "A_0" point of a new measurement.
+            self.last_acked_ack_time = Some(p.send_time);
+            self.last_acked_send_time = Some(p.send_time);
+            self.total_sent_at_last_acked = self.total_sent;
+        }
+        if self.packets.contains_key(&p.seq) { return; }
+        self.packets.insert(p.seq, SendSnapshot {
+            send_time: p.send_time,
+            size: p.size,
+            total_sent: self.total_sent,
+            total_sent_at_last_acked: self.total_sent_at_last_acked,
+            last_acked_send_time: self.last_acked_send_time,
+            last_acked_ack_time: self.last_acked_ack_time,
+            total_acked_at_send: self.total_acked,
+            app_limited: self.app_limited,
+        });
+        while self.packets.len() > self.max_tracked { self.packets.pop_first(); }
+    }
+
+    /// Packet `seq` was acknowledged at `ack_time`. `None` if the packet is unknown (never
+    /// sent, already settled, forgotten) or no rate can be computed yet.
+    pub fn on_packet_acked(&mut self, ack_time: Time, seq: u64) -> Option<RateSample> {
+        let s = self.packets.remove(&seq)?;
+        self.total_acked += s.size;
+        self.total_sent_at_last_acked = s.total_sent;
+        self.last_acked_send_time = Some(s.send_time);
+        self.last_acked_ack_time = Some(ack_time);
+        if self.app_limited && seq > self.end_of_app_limited { self.app_limited = false; }
+        let (Some(prev_send), Some(prev_ack)) = (s.last_acked_send_time, s.last_acked_ack_time) else { return None };
+        let send_rate = (s.send_time > prev_send).then(|| (s.total_sent - s.total_sent_at_last_acked) / (s.send_time - prev_send));
+        if ack_time <= prev_ack { return None; }
+        let ack_rate = (self.total_acked - s.total_acked_at_send) / (ack_time - prev_ack);
+        let bandwidth = send_rate.map_or(ack_rate, |r| r.min(ack_rate));
+        Some(RateSample { seq, bandwidth, send_rate, ack_rate, rtt: ack_time - s.send_time, is_app_limited: s.app_limited })
+    }
+
+    /// Packet `seq` was reported lost: it will give no sample.
+    pub fn on_packet_lost(&mut self, seq: u64) { self.packets.remove(&seq); }
+
+    /// The sender has nothing to send: packets sent from now until one sent later is
+    /// acknowledged carry the app-limited mark.
+    pub fn on_app_limited(&mut self) {
+        self.app_limited = true;
+        self.end_of_app_limited = self.last_sent_seq.unwrap_or(0);
+    }
+
+    /// Forget packets below `least_unacked` that no feedback covered.
+    pub fn remove_obsolete(&mut self, least_unacked: u64) {
+        while self.packets.first_key_value().is_some_and(|(s, _)| *s < least_unacked) { self.packets.pop_first(); }
+    }
+
+    /// Apply a whole feedback: lost packets first, then received ones in sequence order.
+    /// Returns the samples in sequence order.
+    pub fn on_feedback(&mut self, fb: &TransportFeedback, clock: AckClock) -> Vec<RateSample> {
+        for p in fb.lost() { self.on_packet_lost(p.sent.seq); }
+        let mut out = Vec::new();
+        for p in fb.received() {
+            let t = match clock { AckClock::FeedbackArrival => fb.feedback_time, AckClock::ReceiveTime => p.recv_time.unwrap_or(fb.feedback_time) };
+            if let Some(s) = self.on_packet_acked(t, p.sent.seq) { out.push(s); }
+        }
+        out
+    }
+
+    pub fn total_sent(&self) -> Bytes { self.total_sent }
+    pub fn total_acked(&self) -> Bytes { self.total_acked }
+    pub fn is_app_limited(&self) -> bool { self.app_limited }
+    pub fn tracked(&self) -> usize { self.packets.len() }
+}
+
+/// The `a/b` quantile of `samples` as `sorted[⌊n·a/b⌋]` (index clamped to the last element);
+/// sorts in place. `None` for an empty slice. Cross's Eq. 5 (spec 5.2).
+pub fn quantile_floor(samples: &mut [Duration], num: u32, den: u32) -> Option<Duration> {
+    if samples.is_empty() { return None; }
+    samples.sort_unstable();
+    let n = samples.len();
+    let idx = if den == 0 { n - 1 } else { ((n as u64 * num as u64) / den as u64).min(n as u64 - 1) as usize };
+    Some(samples[idx])
+}
 /// RTT of one reported packet (spec 1.3): exact when the feedback carries the receiver's report
 /// time (`(t_f − t_s) − (report − t_r)`), otherwise goog_cc-style with the hold time measured
 /// against the newest arrival in the feedback (`(t_f − t_s) − (max_recv − t_r)`).
@@ -178,5 +393,124 @@ mod tests {
         let fb2 = TransportFeedback { report_time: None, ..fb.clone() };
         assert_eq!(packet_rtt(&fb2, &fb2.packets[0], mx), Some(Duration::from_ms(150)));
         assert_eq!(packet_rtt(&fb2, &fb2.packets[1], mx), Some(Duration::from_ms(160)));
+    }
+
+    fn sent(seq: u64, t_ms: i64, size: i64, in_flight: i64) -> SentPacket {
+        SentPacket { seq, size: Bytes::new(size), send_time: Time::from_ms(t_ms), probe_cluster: None, is_padding: false, data_in_flight: Bytes::new(in_flight) }
+    }
+
+    #[test]
+    fn sampler_hand_computed_samples() {
+        // 1000-byte packets every 10 ms (800 kbit/s) from t = 0; packet 0 opens an empty pipe.
+        let mut s = BandwidthSampler::new();
+        for i in 0..6 { s.on_packet_sent(&sent(i, 10 * i as i64, 1000, 1000 * (i as i64 + 1))); }
+        // Packet 0 acked at 100 ms: A_0 point is its own send (t=0, ack clock 0), send rate
+        // "infinite" (sent at the A_0 instant), ack rate = 1000 B / 100 ms = 80 kbit/s.
+        let a = s.on_packet_acked(Time::from_ms(100), 0).unwrap();
+        assert_eq!(a.send_rate, None);
+        assert_eq!(a.ack_rate, Bitrate::from_kbps(80));
+        assert_eq!(a.bandwidth, Bitrate::from_kbps(80));
+        assert_eq!(a.rtt, Duration::from_ms(100));
+        // Packet 1 (sent at 10 ms, snapshot: last acked = A_0 at t=0, total_sent_at_last_acked =
+        // 1000): send rate = (2000 − 1000) B / 10 ms = 800 kbit/s; ack rate = (2000 − 0) B /
+        // (110 − 0) ms = 145.45 kbit/s.
+        let b = s.on_packet_acked(Time::from_ms(110), 1).unwrap();
+        assert_eq!(b.send_rate, Some(Bitrate::from_kbps(800)));
+        assert_eq!(b.ack_rate, Bitrate::from_bps(145_454));
+        assert_eq!(b.bandwidth, b.ack_rate);
+        // Packets 2 and 3 in one feedback at 150 ms (shared ack time).
+        s.on_packet_sent(&sent(6, 120, 1000, 5000)); // sent after packets 0, 1 were acked
+        let fb = TransportFeedback {
+            feedback_time: Time::from_ms(150),
+            packets: vec![
+                crate::controller::PacketResult { sent: sent(2, 20, 1000, 3000), recv_time: Some(Time::from_ms(60)) },
+                crate::controller::PacketResult { sent: sent(3, 30, 1000, 4000), recv_time: None },
+                crate::controller::PacketResult { sent: sent(4, 40, 1000, 5000), recv_time: Some(Time::from_ms(80)) },
+            ],
+            ..Default::default()
+        };
+        let v = s.on_feedback(&fb, AckClock::FeedbackArrival);
+        assert_eq!(v.iter().map(|x| x.seq).collect::<Vec<_>>(), vec![2, 4]);
+        // packet 2: send (3000 − 1000) / 20 ms = 800 kbit/s; ack: acked now 3000, at send 0,
+        // over 150 ms → 160 kbit/s.
+        assert_eq!(v[0].send_rate, Some(Bitrate::from_kbps(800)));
+        assert_eq!(v[0].ack_rate, Bitrate::from_kbps(160));
+        // packet 4: acked now 4000 (3 was lost), at send 0 → 4000 B / 150 ms = 213.33 kbit/s.
+        assert_eq!(v[1].ack_rate, Bitrate::from_bps(213_333));
+        assert_eq!(v[1].rtt, Duration::from_ms(110));
+        // packet 6, sent at 120 ms after packet 1 was acked at 110 ms (sent at 10 ms,
+        // total_sent then 2000): send = (7000 − 2000) B / 110 ms; ack at 200 ms:
+        // (5000 − 2000) B / (200 − 110) ms = 266.67 kbit/s.
+        let c = s.on_packet_acked(Time::from_ms(200), 6).unwrap();
+        assert_eq!(c.send_rate, Some(Bitrate::from_bps(363_636)));
+        assert_eq!(c.ack_rate, Bitrate::from_bps(266_666));
+        assert_eq!(c.bandwidth, c.ack_rate);
+        // unknown / already acked / lost packets give nothing
+        assert!(s.on_packet_acked(Time::from_ms(210), 3).is_none());
+        assert!(s.on_packet_acked(Time::from_ms(210), 6).is_none());
+        assert_eq!(s.total_acked(), Bytes::new(5000));
+        s.remove_obsolete(6);
+        assert_eq!(s.tracked(), 0, "packet 5 was never reported and is obsolete");
+    }
+
+    #[test]
+    fn sampler_receive_clock_and_app_limited() {
+        let mut s = BandwidthSampler::new();
+        s.on_packet_sent(&sent(0, 0, 1250, 1250));
+        s.on_app_limited();
+        s.on_packet_sent(&sent(1, 10, 1250, 2500));
+        s.on_packet_sent(&sent(2, 20, 1250, 3750));
+        let fb = TransportFeedback {
+            feedback_time: Time::from_ms(100),
+            packets: vec![
+                crate::controller::PacketResult { sent: sent(0, 0, 1250, 1250), recv_time: Some(Time::from_ms(30)) },
+                crate::controller::PacketResult { sent: sent(1, 10, 1250, 2500), recv_time: Some(Time::from_ms(40)) },
+            ],
+            ..Default::default()
+        };
+        let v = s.on_feedback(&fb, AckClock::ReceiveTime);
+        // packet 0: ack 1250 B over 30 ms (A_0 at 0) = 333.33 kbit/s, OWD 30 ms, not app-limited
+        assert_eq!(v[0].ack_rate, Bitrate::from_bps(333_333));
+        assert_eq!(v[0].rtt, Duration::from_ms(30));
+        assert!(!v[0].is_app_limited);
+        // packet 1 was sent in the app-limited phase (which ends once a packet after seq 0 is acked)
+        assert!(v[1].is_app_limited);
+        assert!(!s.is_app_limited());
+        // 2500 B acked since the A_0 snapshot, over 40 ms = 500 kbit/s; send 1250 B / 10 ms = 1 Mbit/s
+        assert_eq!(v[1].ack_rate, Bitrate::from_kbps(500));
+        assert_eq!(v[1].bandwidth, Bitrate::from_kbps(500));
+    }
+
+    #[test]
+    fn round_counter_and_round_filter() {
+        let mut r = RoundCounter::new();
+        for s in 0..5 { r.on_packet_sent(s); }
+        assert!(r.on_ack(0), "first ack starts round 1");
+        assert_eq!(r.count(), 1);
+        assert!(!r.on_ack(3), "packets sent before the round started do not end it");
+        r.on_packet_sent(5);
+        assert!(!r.on_ack(4));
+        assert!(r.on_ack(5));
+        assert_eq!(r.count(), 2);
+        let mut f = RoundWindowedFilter::max(10);
+        f.update(1, 100);
+        f.update(5, 50);
+        assert_eq!(f.get(), Some(100));
+        f.update(11, 40); // round 1 still inside (11 − 1 = 10)
+        assert_eq!(f.get(), Some(100));
+        f.update(12, 30); // round 1 expires, 50 (round 5) remains
+        assert_eq!(f.get(), Some(50));
+        f.reset_to(12, 7);
+        assert_eq!(f.get(), Some(7));
+    }
+
+    #[test]
+    fn quantile_floor_eq5() {
+        let mut v: Vec<Duration> = [40, 10, 30, 20, 50, 60, 70, 80].iter().map(|&x| Duration::from_ms(x)).collect();
+        // n = 8, a/b = 1/4 → index 2 of the sorted list = 30 ms
+        assert_eq!(quantile_floor(&mut v, 1, 4), Some(Duration::from_ms(30)));
+        assert_eq!(quantile_floor(&mut v, 1, 2), Some(Duration::from_ms(50)));
+        assert_eq!(quantile_floor(&mut v, 4, 4), Some(Duration::from_ms(80)));
+        assert_eq!(quantile_floor(&mut [], 1, 4), None);
     }
 }

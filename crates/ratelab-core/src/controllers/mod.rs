@@ -10,14 +10,18 @@ use serde::Serialize;
 use std::sync::Arc;
 
 pub mod aimd;
+pub mod bbr;
 pub mod common;
 pub mod copa;
+pub mod cross;
 pub mod dcrc;
 pub mod fixed;
 pub mod gcc;
 pub mod nada;
 pub mod oracle;
 pub mod scream;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod tfrc;
 pub mod vivace;
 
@@ -62,6 +66,24 @@ pub fn registry() -> &'static [Entry] {
             summary: "Google Congestion Control as in current libwebrtc goog_cc (profiles: current, m84, m60)",
             defaults: defaults_of::<gcc::GccConfig>,
             build: |p, cx| Ok(Built::sender(gcc::Gcc::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "bbr-webrtc",
+            summary: "BBRv1 as shipped in libwebrtc (2018-2019), with its congestion window gating the pacer",
+            defaults: defaults_of::<bbr::BbrWebrtcConfig>,
+            build: |p, cx| Ok(Built::sender(bbr::BbrWebrtc::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "rbbr",
+            summary: "Rate BBR (Cross paper 002): WebRTC-BBR without cwnd, pacing and target discounts",
+            defaults: defaults_of::<bbr::RbbrConfig>,
+            build: |p, cx| Ok(Built::sender(bbr::Rbbr::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "cross",
+            summary: "Cross (paper 002): delay-based MIMD on queue load with fast bandwidth adaptation",
+            defaults: defaults_of::<cross::CrossConfig>,
+            build: |p, cx| Ok(Built::sender(cross::Cross::new(parse_params(p)?, cx))),
         },
         Entry {
             name: "nada",
