@@ -146,7 +146,7 @@ class Simulation:
 
     def take_series(self) -> dict:
         s, self._series = self._series, []
-        names = ["t_s", "flow", "target_kbps", "pacing_kbps", "send_kbps", "recv_kbps", "owd_ms", "capacity_kbps", "queue_ms"]
+        names = ["t_s", "flow", "target_kbps", "encoder_kbps", "pacing_kbps", "send_kbps", "recv_kbps", "owd_ms", "capacity_kbps", "queue_ms"]
         cols = list(zip(*s)) if s else [()] * len(names)
         return {n: np.array(c, dtype=np.uint32 if n == "flow" else np.float64) for n, c in zip(names, cols)}
 

@@ -150,6 +150,7 @@ impl Simulation {
         d.set_item("t_s", s.t_s.into_pyarray_bound(py))?;
         d.set_item("flow", s.flow.into_pyarray_bound(py))?;
         d.set_item("target_kbps", s.target_kbps.into_pyarray_bound(py))?;
+        d.set_item("encoder_kbps", s.encoder_kbps.into_pyarray_bound(py))?;
         d.set_item("pacing_kbps", s.pacing_kbps.into_pyarray_bound(py))?;
         d.set_item("send_kbps", s.send_kbps.into_pyarray_bound(py))?;
         d.set_item("recv_kbps", s.recv_kbps.into_pyarray_bound(py))?;

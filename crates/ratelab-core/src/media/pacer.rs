@@ -46,14 +46,20 @@ pub struct Pacer {
     probes: VecDeque<ActiveProbe>,
     queue_time_limit: Duration,
     drain_large_queues: bool,
+    /// Last time anything left the pacer (for the congestion-window keep-alive).
+    last_send: Time,
 }
+
+/// While the congestion window blocks, libwebrtc still lets one packet out this often so that
+/// feedback keeps flowing even if everything in flight was lost (spec 1.4).
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_ms(500);
 
 impl Pacer {
     pub fn new(pacing_rate: Bitrate, queue_time_limit: Duration) -> Self {
         Pacer {
             queue: VecDeque::new(), queue_bytes: Bytes::ZERO, enqueue_sum_us: 0, pacing_rate, padding_rate: Bitrate::ZERO,
             cwnd: Bytes::INFINITY, next_media: Time::ZERO, next_padding: Time::ZERO, probes: VecDeque::new(),
-            queue_time_limit, drain_large_queues: true,
+            queue_time_limit, drain_large_queues: true, last_send: Time::ZERO,
         }
     }
 
@@ -102,7 +108,9 @@ impl Pacer {
     /// Earliest time at which [`Pacer::poll`] could release something, given bytes in flight.
     /// `None`: nothing to send until a new packet, probe, rate or window arrives.
     pub fn next_send_time(&self, now: Time, in_flight: Bytes) -> Option<Time> {
-        if self.congested(in_flight) { return None; }
+        if self.congested(in_flight) {
+            return (!self.queue.is_empty()).then(|| (self.last_send + KEEPALIVE_INTERVAL).max(now));
+        }
         if let Some(p) = self.probes.front() { return Some(p.next_send.max(now)); }
         if !self.queue.is_empty() { return Some(self.next_media.max(now)); }
         if !self.padding_rate.is_zero() { return Some(self.next_padding.max(self.next_media).max(now)); }
@@ -111,7 +119,20 @@ impl Pacer {
 
     /// Release one packet if one is due at `now`.
     pub fn poll(&mut self, now: Time, in_flight: Bytes) -> Option<Release> {
-        if self.congested(in_flight) { return None; }
+        let r = self.poll_inner(now, in_flight);
+        if r.is_some() { self.last_send = now; }
+        r
+    }
+
+    fn poll_inner(&mut self, now: Time, in_flight: Bytes) -> Option<Release> {
+        if self.congested(in_flight) {
+            // Keep-alive: one queued media packet per interval while the window blocks.
+            if now < self.last_send + KEEPALIVE_INTERVAL { return None; }
+            let q = self.queue.pop_front()?;
+            self.queue_bytes -= q.size;
+            self.enqueue_sum_us -= q.enqueue_time.as_us() as i128;
+            return Some(Release { size: q.size, payload: q.payload, probe_cluster: None });
+        }
         if let Some(probe) = self.probes.front_mut() {
             if probe.next_send > now { return None; }
             let (size, payload) = match self.queue.pop_front() {
@@ -212,8 +233,15 @@ mod tests {
         let mut p = Pacer::new(Bitrate::from_kbps(800), Duration::from_ms(2000));
         p.set_cwnd(Bytes::new(5000));
         p.enqueue(media(1000, Time::ZERO));
-        assert_eq!(p.next_send_time(Time::ZERO, Bytes::new(5000)), None);
-        assert!(p.poll(Time::ZERO, Bytes::new(6000)).is_none());
+        p.enqueue(media(1000, Time::ZERO));
+        p.enqueue(media(1000, Time::ZERO));
         assert!(p.poll(Time::ZERO, Bytes::new(4000)).is_some());
+        // blocked: the next packet waits for the 500 ms keep-alive
+        assert_eq!(p.next_send_time(Time::from_ms(10), Bytes::new(5000)), Some(Time::from_ms(500)));
+        assert!(p.poll(Time::from_ms(10), Bytes::new(6000)).is_none());
+        assert!(p.poll(Time::from_ms(500), Bytes::new(6000)).is_some());
+        assert!(p.poll(Time::from_ms(600), Bytes::new(6000)).is_none());
+        // window opens again: normal pacing
+        assert!(p.poll(Time::from_ms(600), Bytes::new(1000)).is_some());
     }
 }

@@ -131,6 +131,8 @@ pub struct SeriesLog {
     pub t_s: Vec<f64>,
     pub flow: Vec<u32>,
     pub target_kbps: Vec<f64>,
+    /// What the encoder produces: 0 while it is paused (pacer queue > 2 s, or a scheduled pause).
+    pub encoder_kbps: Vec<f64>,
     pub pacing_kbps: Vec<f64>,
     pub send_kbps: Vec<f64>,
     pub recv_kbps: Vec<f64>,

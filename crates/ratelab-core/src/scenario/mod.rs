@@ -168,6 +168,9 @@ pub struct MediaConfig {
     pub pacer_queue_limit_ms: f64,
     /// Pause the encoder when the pacer's expected queue time exceeds the limit (WebRTC rule).
     pub encoder_pause: bool,
+    /// Subtract per-packet header overhead from the target before it reaches the encoder
+    /// (libwebrtc `WebRTC-SendSideBwe-WithOverhead`): the controller's target is a wire rate.
+    pub overhead_accounting: bool,
     /// Rate–distortion curve for the receiver's PSNR (`"foreman-cif"` or `"iris-dash"`;
     /// media/quality.rs, docs/video-quality.md).
     pub quality_model: QualityModel,
@@ -178,7 +181,7 @@ impl Default for MediaConfig {
         MediaConfig {
             fps: 30.0, min_kbps: 150.0, max_kbps: 5000.0, start_kbps: 300.0, encoder_lag_ms: 300.0,
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
-            max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, encoder_pause: true,
+            max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, encoder_pause: true, overhead_accounting: true,
             quality_model: QualityModel::ForemanCif,
         }
     }

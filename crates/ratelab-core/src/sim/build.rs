@@ -149,6 +149,8 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
                     target: constraints.start_rate,
                     paused: false,
                     pause_allowed: mc.encoder_pause,
+                    overhead_accounting: mc.overhead_accounting,
+                    payload_share: mc.max_payload_bytes as f64 / (mc.max_payload_bytes + mc.header_bytes) as f64,
                     queue_time_limit: limit_t,
                     pacer_wake: None,
                     // Random capture phase: flows that start at the same instant must not

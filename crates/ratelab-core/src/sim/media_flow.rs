@@ -24,6 +24,10 @@ pub struct MediaFlow {
     pub target: Bitrate,
     pub paused: bool,
     pub pause_allowed: bool,
+    /// Encoder gets `target × payload_share` (header overhead removed) when on.
+    pub overhead_accounting: bool,
+    /// EWMA of payload / (payload + header) over recent packets.
+    pub payload_share: f64,
     pub queue_time_limit: Duration,
     /// Time of the pending pacer wake-up event, if any (older events are stale).
     pub pacer_wake: Option<Time>,
@@ -43,12 +47,26 @@ impl MediaFlow {
         if let Some(t) = u.target_rate {
             let t = t.max(self.constraints.min_rate).min(self.constraints.max_rate);
             self.target = t;
-            self.encoder.set_target(t);
+            self.encoder.set_target(self.encoder_target());
         }
         if let Some(p) = u.pacing_rate { self.pacer.set_pacing_rate(p.max(Bitrate::from_kbps(10))); }
         if let Some(p) = u.padding_rate { self.pacer.set_padding_rate(p); }
         if let Some(w) = u.cwnd { self.pacer.set_cwnd(w.max(Bytes::new(1))); }
         for p in u.probes { self.pacer.add_probe(now, p); }
+    }
+
+    /// The rate handed to the encoder: the target, minus header overhead when accounted.
+    pub fn encoder_target(&self) -> Bitrate {
+        if self.overhead_accounting { self.target.scale(self.payload_share) } else { self.target }
+    }
+
+    /// Track the payload share of a packetized frame (EWMA, gain 0.1).
+    pub fn observe_packetization(&mut self, frame_payload: Bytes, packets: usize) {
+        if packets == 0 { return; }
+        let avg = frame_payload.as_f64() / packets as f64;
+        let share = avg / (avg + self.header.as_f64()).max(1.0);
+        self.payload_share += 0.1 * (share - self.payload_share);
+        self.encoder.set_target(self.encoder_target());
     }
 
     /// Whether `now` falls inside a scheduled pause.

@@ -206,6 +206,7 @@ impl Simulation {
         if !m.paused && !scheduled {
             let frame = m.encoder.encode(now);
             let payloads: Vec<_> = packetize(frame.size, m.max_payload).collect();
+            m.observe_packetization(frame.size, payloads.len());
             let count = payloads.len() as u16;
             for (i, p) in payloads.into_iter().enumerate() {
                 let payload = Payload::Media { frame: frame.id, index: i as u16, count, capture: now, keyframe: frame.keyframe };
@@ -374,12 +375,14 @@ impl Simulation {
             match &flow.state {
                 FlowState::Media(mf) => {
                     s.target_kbps.push(mf.target.kbps_f64());
+                    s.encoder_kbps.push(if mf.paused || mf.in_pause { 0.0 } else { mf.encoder.output_rate().kbps_f64() });
                     s.pacing_kbps.push(mf.pacer.pacing_rate().kbps_f64());
                     let w = mf.pacer.cwnd();
                     s.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
                 }
                 FlowState::Tcp(t) => {
                     s.target_kbps.push(f64::NAN);
+                    s.encoder_kbps.push(f64::NAN);
                     s.pacing_kbps.push(t.sender.pacing_rate().map_or(f64::NAN, |r| r.kbps_f64()));
                     s.cwnd_bytes.push(t.sender.cwnd().as_f64());
                 }

@@ -93,11 +93,10 @@ pub struct CrossConfig {
     /// Pacing rate = this × target (✗ spec 5.8: 1.0).
     pub pacing_gain: f64,
     /// Encoder target = this × rate (spec 5.1.8 [PAPER]: the online deployment sets the encoder
-    /// from the target with a discount whose value is not given; ✗ 0.95). In the lab the
-    /// encoder target is a payload rate and every packet adds 40 B of headers (+3.3 % on the
-    /// wire), so with 1.0 the pacer (at 1.0·r) falls behind for good and holds a backlog near
-    /// its 2 s limit (frame delay ≈ 0.9 s in the Table III cases, ≈ 0.1 s with 0.95; see
-    /// docs/controllers/cross.md).
+    /// from the target with a discount whose value is not given; ✗ 1.0). The simulator removes
+    /// header overhead before the encoder (`media.overhead_accounting`, on by default), so the
+    /// wire rate matches the pacing rate without a discount; with accounting off, 0.95 keeps
+    /// the pacer from holding a backlog near its 2 s limit (docs/controllers/cross.md).
     pub encoder_discount: f64,
     /// Fast bandwidth adaptation (Algorithm 3) switch (paper VI-C).
     pub fast_adapt: bool,
@@ -152,7 +151,7 @@ impl Default for CrossConfig {
             startup_queue_rounds: 3,
             bw_window_rounds: 10,
             pacing_gain: 1.0,
-            encoder_discount: 0.95,
+            encoder_discount: 1.0,
             fast_adapt: true,
             fa_delay_f: 0.25,
             fa_delay_m: 2.0,

@@ -164,9 +164,9 @@ fn fast_adaptation_shortens_the_delay_spike_after_a_capacity_drop() {
 
 #[test]
 fn outputs_target_discounted_and_pacing_at_the_rate() {
-    let mut c = cross(CrossConfig::default());
+    let mut c = cross(CrossConfig { encoder_discount: 0.95, ..CrossConfig::default() });
     let u = c.on_start(Time::ZERO, constraints(10_000));
-    // r = start rate 500 kbit/s; encoder target = 0.95 · r; pacing = 1.0 · r; no padding, no window
+    // r = start rate 500 kbit/s; encoder target = discount 0.95 · r; pacing = 1.0 · r; no padding, no window
     assert_eq!(u.target_rate, Some(Bitrate::from_kbps(475)));
     assert_eq!(u.pacing_rate, Some(Bitrate::from_kbps(500)));
     assert_eq!(u.padding_rate, Some(Bitrate::ZERO));
