@@ -320,9 +320,9 @@ def _fig7(res: Results, ctx: ReportContext) -> None:
     if ctx.held("fair:dcrc"):
         notes.append(
             "The literal form is fair for exactly that reason (its price is a static function of the shared queue, "
-            "offset only by each flow's start), but see its queue column: with three flows the fair price "
-            "ω/(C/3) lies at a queuing delay beyond the 1 s buffer (`q* = q(0) + 2·(1/p(0) − C/(N·ω))`), so the "
-            "queue sits at the buffer limit with drop-tail loss — fair, but not low-latency.")
+            "offset only by each flow's start), but its delay is whatever that function needs: the fair price "
+            "ω/(C/N) lies at `q* = q(0) + 2·(1/p(0) − C/(N·ω))`, which grows with N (for three flows on 2 Mbit/s, "
+            "beyond 1 s), so the queue column is set by N and ω, not by q₀ — fair, but not delay-constrained.")
     if ctx.failed("util"):
         notes.append(
             "**Utilization in the single-flow phases.** ω = 500 kbit/s² is tuned to 1 Mbit/s; alone on 2 Mbit/s the "
@@ -418,6 +418,14 @@ def _differences(ctx: ReportContext) -> None:
             "500 kbit/s², p(0) = 0.5, 1 Mbit/s) q* ≈ 0, hence the small queue; random loss lowers the delivered "
             "rate below ω/p(0) and the queue with it. The PI reading (`dcrc-pi`) has q = q₀ as its only "
             "equilibrium and reproduces “locks queueing delay onto a desired objective”.")
+    if ctx.failed("thr:dcrc") or ctx.failed("stab:dcrc") or ctx.failed("keep:dcrc"):
+        notes.append(
+            "**DCRC literal sits just under the link and loses its share to random loss** (Fig. 4). At the design "
+            "point its equilibrium queue q* is ≈ 0, so it sends at ω/p(0) = 1 Mbit/s on the wire with an almost empty "
+            "queue: any gap in the video source and every randomly dropped packet is capacity lost, and nothing in "
+            "Eq. 18 raises the rate to make up for it, because the queue — the only input — does not change. TFRC "
+            "and CTCP without random loss fill the 1 s buffer and the link; the PI form raises its rate until the "
+            "queue is back at q₀, which keeps the link busy at every loss rate.")
     if ctx.failed("flat:aimd"):
         notes.append(
             "**CTCP is not flat in latency** (Fig. 5). Our CTCP is the paper's description (+1 packet per RTT, "
