@@ -1,4 +1,4 @@
-"""The ``ratelab`` command line: run, list, bench, demo, reproduce, sweep, leaderboard, query.
+"""The ``ratelab`` command line: run, list, bench, demo, reproduce, sweep, leaderboard, query, live, emulate.
 
 Exit codes: 0 ok, 1 interrupted (Ctrl-C), 2 bad input. Bad input of any kind is reported as one
 line ``error: <file>: <field>: <what is wrong>`` on stderr, never as a traceback.
@@ -16,6 +16,7 @@ import click
 
 from . import __version__
 from .errors import InputError
+from .live import register as _register_live
 from .runner import Interrupted, ScenarioRun, check_controllers, progress_bar, run_scenario
 from .scenario import builtin_descriptions, load_scenario
 
@@ -54,10 +55,14 @@ def cli(ctx: click.Context) -> None:
               help="Output folder.  [default: results/<scenario>]")
 @set_option
 @click.option("--no-packets", is_flag=True, help="Do not keep the per-packet log (faster, smaller).")
+@click.option("--model", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="ONNX policy for r3net (default: the shipped model); makes every media flow r3net unless -c says otherwise.")
 def run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None, overrides: tuple[str, ...],
-        no_packets: bool) -> None:
+        no_packets: bool, model: Path | None) -> None:
     """Run SCENARIO (a TOML file or a built-in name) and write summary.json, Parquet, plots and report.html."""
     sc = load_scenario(scenario, overrides)
+    if model is not None:
+        sc = sc.with_overrides(model_overrides(sc, model))
     out = out or Path("results") / sc.name
     try:
         res = run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=True)
@@ -66,6 +71,55 @@ def run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None
             _finish([exc.result], out / "report.html")
         raise
     _finish([res], out / "report.html")
+
+
+def model_overrides(sc, model: Path) -> list[str]:
+    """``--model PATH``: every media flow runs r3net with that ONNX file."""
+    path = str(model.resolve())
+    if "'" in path or "\n" in path:
+        raise InputError("--model", "", f"path {path!r} contains a quote or newline")
+    out = []
+    for i, f in enumerate(sc.data.get("flows", [])):
+        if f.get("kind") == "media":
+            out += [f'flows[{i}].controller="r3net"', f"flows[{i}].params={{model='{path}'}}"]
+    return out
+
+
+@cli.group(context_settings=CONTEXT)
+def train() -> None:
+    """Train learned controllers (needs the rl extra: pip install 'ratelab[rl]')."""
+
+
+@train.command("r3net", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_extra_args": True,
+                                          "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def train_r3net(args: tuple[str, ...]) -> None:
+    """Train R3Net with PPO (options: --steps N --envs N --out DIR --resume ...; --help lists all)."""
+    try:
+        from .rl import train as rl_train
+    except ImportError as exc:
+        raise InputError("ratelab train r3net", "", f"needs the rl extra ({exc}); install with pip install 'ratelab[rl]'") from None
+    rc = rl_train.main(list(args))
+    if rc:
+        raise click.exceptions.Exit(rc)
+
+
+@cli.group(context_settings=CONTEXT)
+def reproduce() -> None:
+    """Reproduce a paper's headline table with ratelab's controllers."""
+
+
+@reproduce.command("r3net")
+@click.option("--duration", type=float, default=120.0, show_default=True, help="Seconds per run.")
+@seed_option
+@click.option("--model", type=click.Path(dir_okay=False, exists=True), default=None, help="ONNX model for r3net (default: shipped).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the Markdown table here.")
+def reproduce_r3net(duration: float, seed: int, model: str | None, out: Path | None) -> None:
+    """Paper 004 Table 1 metrics over the held-out test traces: r3net beside every other controller."""
+    from .rl import reproduce as rep
+
+    args = ["--duration", str(duration), "--seed", str(seed)] + (["--model", model] if model else []) + (["--out", str(out)] if out else [])
+    rep.main(args)
 
 
 @cli.command("list")
@@ -431,6 +485,10 @@ def _console():
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+# `ratelab live run|send|recv` and `ratelab emulate` (python/ratelab/live.py).
+_register_live(cli)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

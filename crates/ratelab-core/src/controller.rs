@@ -156,4 +156,7 @@ pub trait ReceiverEstimator: Send {
     /// Called every [`ReceiverEstimator::tick_interval`]; returns a rate to report, if any.
     fn on_tick(&mut self, now: Time) -> Option<Bitrate>;
     fn tick_interval(&self) -> Duration { Duration::from_ms(50) }
+    /// A round-trip time known at the receiver (RTCP-derived in a real stack; the simulator
+    /// gives the exact RTT of each arriving packet: its one-way delay plus the return delay).
+    fn on_rtt_update(&mut self, _now: Time, _rtt: Duration) {}
 }

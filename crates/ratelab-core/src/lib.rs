@@ -7,6 +7,7 @@
 //! * [`sim`]: the discrete-event simulator that drives them; [`scenario`] describes a run.
 //! * [`metrics`]: streamed per-flow statistics and logs.
 //! * [`transport`]: competing transport flows (bulk TCP: sender, receiver, window congestion control).
+//! * [`wire`]: RTP/RTCP wire formats (TWCC, RFC 8888, REMB) for the live driver, sans-IO.
 
 pub mod controller;
 pub mod controllers;
@@ -18,6 +19,7 @@ pub mod network;
 pub mod scenario;
 pub mod sim;
 pub mod transport;
+pub mod wire;
 pub mod units;
 
 pub use controller::{Constraints, Controller, PacketResult, ReceiverEstimator, SentPacket, TransportFeedback, Update};

@@ -8,6 +8,9 @@ use crate::units::{Duration, Time};
 pub const TWCC_TICK: Duration = Duration::from_us(250);
 
 /// One feedback report: `arrivals[i]` is the fate of sequence number `base_seq + i`.
+/// Most sequence numbers one report covers (a TWCC packet status count is 16 bits).
+pub const MAX_REPORT_SPAN: u64 = 1 << 16;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct FeedbackReport {
     /// When the receiver generated the report.
@@ -62,7 +65,10 @@ impl FeedbackGenerator {
         let min_seq = self.pending.iter().map(|p| p.0).min()?;
         // Packets older than the last report's range were already reported missing; a late
         // arrival is reported again on its own (the sender then un-loses it).
-        let base = match self.next_base { Some(b) => b.min(min_seq), None => min_seq };
+        let mut base = match self.next_base { Some(b) => b.min(min_seq), None => min_seq };
+        // Bound the report: a sequence number far ahead (a burst of losses, or a bogus packet)
+        // must not make the receiver allocate without limit. Older arrivals are dropped.
+        if max_seq - base >= MAX_REPORT_SPAN { base = max_seq + 1 - MAX_REPORT_SPAN; self.pending.retain(|p| p.0 >= base); }
         let span = (max_seq - base + 1) as usize;
         let mut arrivals = vec![None; span];
         for &(seq, t) in &self.pending { arrivals[(seq - base) as usize] = Some(t); }
@@ -89,6 +95,17 @@ mod tests {
         g.on_packet(Time::from_ms(120), 5);
         let r = g.on_timer(Time::from_ms(150)).unwrap();
         assert_eq!((r.base_seq, r.arrivals.clone()), (4, vec![None, Some(Time::from_ms(120))]));
+    }
+
+    #[test]
+    fn report_span_is_bounded() {
+        let mut g = FeedbackGenerator::new(GeneratorMode::Twcc, Duration::from_ms(50));
+        g.on_packet(Time::from_ms(1), 0);
+        g.on_packet(Time::from_ms(2), 10_000_000);
+        let r = g.on_timer(Time::from_ms(50)).unwrap();
+        assert_eq!(r.arrivals.len() as u64, MAX_REPORT_SPAN);
+        assert_eq!(r.base_seq, 10_000_000 + 1 - MAX_REPORT_SPAN);
+        assert_eq!(r.arrivals.last(), Some(&Some(Time::from_ms(2))));
     }
 
     #[test]

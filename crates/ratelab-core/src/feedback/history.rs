@@ -19,6 +19,8 @@ pub struct SendHistory {
     entries: VecDeque<(SentPacket, State)>,
     next_seq: u64,
     in_flight: Bytes,
+    /// Sequence numbers below this were already checked by [`SendHistory::expire`].
+    expired_upto: u64,
 }
 
 impl Default for SendHistory {
@@ -26,7 +28,7 @@ impl Default for SendHistory {
 }
 
 impl SendHistory {
-    pub fn new() -> Self { SendHistory { base: 0, entries: VecDeque::new(), next_seq: 0, in_flight: Bytes::ZERO } }
+    pub fn new() -> Self { SendHistory { base: 0, entries: VecDeque::new(), next_seq: 0, in_flight: Bytes::ZERO, expired_upto: 0 } }
 
     pub fn in_flight(&self) -> Bytes { self.in_flight }
     pub fn next_seq(&self) -> u64 { self.next_seq }
@@ -41,6 +43,33 @@ impl SendHistory {
         self.entries.push_back((sp, State::InFlight));
         sp
     }
+
+    /// Give up on packets still in flight that were sent more than `max_age` before `now`
+    /// (their feedback was lost, as can happen on a real network): their bytes leave the
+    /// in-flight count, they are not reported as lost, and a late report may still acknowledge
+    /// them. Returns the bytes released. Without this a lost feedback packet would inflate
+    /// in-flight (and block history pruning) for good.
+    pub fn expire(&mut self, now: Time, max_age: Duration) -> Bytes {
+        let mut released = Bytes::ZERO;
+        let from = self.expired_upto.saturating_sub(self.base) as usize;
+        for (sp, st) in self.entries.iter_mut().skip(from) {
+            if now - sp.send_time <= max_age { break; }
+            if *st == State::InFlight { *st = State::Lost; self.in_flight -= sp.size; released += sp.size; }
+            self.expired_upto = sp.seq + 1;
+        }
+        self.prune(now);
+        released
+    }
+
+    fn prune(&mut self, now: Time) {
+        while let Some((sp, st)) = self.entries.front() {
+            if *st != State::InFlight && now - sp.send_time > KEEP { self.entries.pop_front(); self.base += 1; } else { break; }
+        }
+    }
+
+    /// Packets held (for tests of memory bounds).
+    pub fn len(&self) -> usize { self.entries.len() }
+    pub fn is_empty(&self) -> bool { self.entries.is_empty() }
 
     /// Apply a report that reached the sender at `now`.
     pub fn on_report(&mut self, now: Time, report: &FeedbackReport, include_report_time: bool) -> TransportFeedback {
@@ -59,9 +88,7 @@ impl SendHistory {
             packets.push(PacketResult { sent: *sp, recv_time: *arrival });
         }
         // Forget settled entries older than KEEP.
-        while let Some((sp, st)) = self.entries.front() {
-            if *st != State::InFlight && now - sp.send_time > KEEP { self.entries.pop_front(); self.base += 1; } else { break; }
-        }
+        self.prune(now);
         TransportFeedback {
             feedback_time: now,
             report_time: include_report_time.then_some(report.report_time),
@@ -93,5 +120,25 @@ mod tests {
         assert_eq!(fb2.packets.iter().map(|p| p.sent.seq).collect::<Vec<_>>(), vec![1, 3]);
         assert_eq!(fb2.data_in_flight, Bytes::ZERO);
         assert_eq!(fb2.report_time, Some(Time::from_ms(120)));
+    }
+
+    #[test]
+    fn expiry_releases_in_flight_of_lost_feedback_and_bounds_memory() {
+        let mut h = SendHistory::new();
+        for i in 0..3 { h.on_sent(Time::from_ms(i * 10), Bytes::new(500), None, false); }
+        // nothing older than 1 s yet
+        assert_eq!(h.expire(Time::from_ms(500), Duration::from_secs(1)), Bytes::ZERO);
+        // at 1.015 s packets sent at 0 and 10 ms are older than 1 s
+        assert_eq!(h.expire(Time::from_ms(1015), Duration::from_secs(1)), Bytes::new(1000));
+        assert_eq!(h.in_flight(), Bytes::new(500));
+        // a late report still acknowledges an expired packet, without touching in-flight again
+        let r = FeedbackReport { report_time: Time::from_ms(1100), base_seq: 0, arrivals: vec![Some(Time::from_ms(60))] };
+        let fb = h.on_report(Time::from_ms(1100), &r, false);
+        assert_eq!(fb.packets.len(), 1);
+        assert_eq!(fb.data_in_flight, Bytes::new(500));
+        // a sender whose feedback never arrives keeps a bounded history
+        let mut t = Time::from_ms(2000);
+        for _ in 0..100_000 { h.on_sent(t, Bytes::new(100), None, false); t += Duration::from_ms(1); h.expire(t, Duration::from_secs(1)); }
+        assert!(h.len() < 12_000, "{}", h.len());
     }
 }

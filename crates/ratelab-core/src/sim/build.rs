@@ -5,7 +5,7 @@ use super::tcp_flow::{OnOff, TcpFlow};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use super::{Event, Flow, FlowInfo, FlowState, Simulation};
 use crate::controller::Constraints;
-use crate::controllers::{self, BuildContext};
+use crate::controllers::{self, BuildContext, FileReader};
 use crate::error::ConfigError;
 use crate::feedback::generator::{FeedbackGenerator, GeneratorMode};
 use crate::feedback::history::SendHistory;
@@ -18,7 +18,7 @@ use crate::network::capacity::CapacitySchedule;
 use crate::network::link::{Link, QueueLimit};
 use crate::network::loss::LossModel;
 use crate::network::trace::{detect_format, parse_mahimahi, parse_trace, Trace, TraceError, TraceFormat};
-use crate::scenario::{FeedbackMode, FlowKind, LinkConfig, Scenario};
+use crate::scenario::{FeedbackMode, FlowConfig, FlowKind, LinkConfig, Scenario};
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -60,7 +60,7 @@ fn schedule_from_trace(trace: &Trace, looped: bool) -> CapacitySchedule {
     CapacitySchedule::stepped(steps, looped.then_some(trace.duration))
 }
 
-fn queue_limit(link: &LinkConfig, cap: &CapacitySchedule, end: Time) -> QueueLimit {
+pub fn queue_limit(link: &LinkConfig, cap: &CapacitySchedule, end: Time) -> QueueLimit {
     let q = &link.queue;
     if let Some(b) = q.bytes { return QueueLimit::Bytes(Bytes::new(b as i64)); }
     if let Some(p) = q.packets { return QueueLimit::Packets(p as usize); }
@@ -76,17 +76,80 @@ fn queue_limit(link: &LinkConfig, cap: &CapacitySchedule, end: Time) -> QueueLim
     QueueLimit::Unlimited
 }
 
+/// The random-loss model a link configuration asks for.
+pub fn loss_model(link: &LinkConfig) -> LossModel {
+    match &link.gilbert_elliott {
+        Some(g) => LossModel::GilbertElliott { p_gb: g.p_good_to_bad, p_bg: g.p_bad_to_good, loss_good: g.loss_good, loss_bad: g.loss_bad, bad: false },
+        None if link.loss > 0.0 => LossModel::Bernoulli(link.loss),
+        None => LossModel::None,
+    }
+}
+
+/// The bottleneck of a link configuration (capacity, drop-tail queue, loss, trace loss/delay
+/// overlay). `end`: run length, for queue sizes given in ms of a trace's mean rate. Used by the
+/// simulator and by the live link emulator.
+pub fn build_link(link: &LinkConfig, capacity: CapacitySchedule, end: Time) -> Result<Link, ConfigError> {
+    let limit = queue_limit(link, &capacity, end);
+    let mut l = Link::new(capacity, limit, loss_model(link), Time::from_secs_f64(link.loss_start_s));
+    if link.trace_content.is_some() {
+        let trace = load_trace(link).map_err(|e| ConfigError::new("link.trace", e.to_string()))?;
+        l.set_trace_overlay(trace, link.trace_loop);
+    }
+    Ok(l)
+}
+
+/// A media flow's sender and receiver state from its configuration (`field`: the flow's path
+/// in the scenario, for errors; `id`: the flow's index, for its random streams). Used by the
+/// simulator and by the live driver.
+pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, params: &serde_json::Value, cx: &BuildContext, seed: u64, id: u64) -> Result<MediaFlow, ConfigError> {
+    let built = controllers::build(controller_name, params, cx).map_err(|e| {
+        if e.field == "controller" { ConfigError::new(format!("{field}.controller"), e.message) } else { e.prefixed(field) }
+    })?;
+    let mc = &fc.media;
+    let constraints = Constraints { min_rate: Bitrate::from_kbps_f64(mc.min_kbps), max_rate: Bitrate::from_kbps_f64(mc.max_kbps), start_rate: Bitrate::from_kbps_f64(mc.start_kbps) };
+    let enc = EncoderConfig {
+        fps: mc.fps, min_rate: constraints.min_rate, max_rate: constraints.max_rate, lag: Duration::from_ms_f64(mc.encoder_lag_ms),
+        size_noise: mc.frame_size_noise, keyframe_interval: Duration::from_secs_f64(mc.keyframe_interval_s), keyframe_factor: mc.keyframe_factor,
+    };
+    let limit_t = Duration::from_ms_f64(mc.pacer_queue_limit_ms);
+    let mode = match fc.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
+    Ok(MediaFlow {
+        controller: built.sender,
+        estimator: built.receiver,
+        constraints,
+        encoder: Encoder::new(enc, constraints.start_rate, derive_seed(seed, 2000 + id)),
+        max_payload: mc.max_payload_bytes,
+        header: Bytes::new(mc.header_bytes as i64),
+        pacer: Pacer::new(constraints.start_rate.scale(2.5), limit_t),
+        history: SendHistory::new(),
+        feedback: FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
+        receiver: FrameReceiver::with_quality(QualityTracker::new(mc.quality_model, mc.fps, mc.keyframe_factor)),
+        target: constraints.start_rate,
+        paused: false,
+        pause_allowed: mc.encoder_pause,
+        overhead_accounting: mc.overhead_accounting,
+        payload_share: mc.max_payload_bytes as f64 / (mc.max_payload_bytes + mc.header_bytes) as f64,
+        queue_time_limit: limit_t,
+        pacer_wake: None,
+        // Random capture phase: flows that start at the same instant must not
+        // produce frames in lock-step (the lower flow id would win every tie).
+        frame_phase: Duration::from_us((derive_seed(seed, 4000 + id) % (1e6 / mc.fps).max(1.0) as u64) as i64),
+        include_report_time: true,
+        pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
+        in_pause: false,
+    })
+}
+
 /// Build a ready-to-run simulation. `controller_override` replaces every media flow's controller.
 pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&str>) -> Result<Simulation, ConfigError> {
+    build_simulation_with(sc, seed, controller_override, None)
+}
+
+/// [`build_simulation`] with a file reader for parameters that name files (ONNX models).
+pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Option<&str>, read_file: Option<FileReader>) -> Result<Simulation, ConfigError> {
     sc.validate()?;
     let end = Time::from_secs_f64(sc.duration_s);
     let capacity = capacity_schedule(&sc.link)?;
-    let limit = queue_limit(&sc.link, &capacity, end);
-    let loss = match &sc.link.gilbert_elliott {
-        Some(g) => LossModel::GilbertElliott { p_gb: g.p_good_to_bad, p_bg: g.p_bad_to_good, loss_good: g.loss_good, loss_bad: g.loss_bad, bad: false },
-        None if sc.link.loss > 0.0 => LossModel::Bernoulli(sc.link.loss),
-        None => LossModel::None,
-    };
     let link_delay = Duration::from_ms_f64(sc.link.delay_ms);
 
     // Expand `count` and compute activity windows first: the oracle needs all of them.
@@ -119,47 +182,13 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
         let state = match fc.kind {
             FlowKind::Media => {
                 let mut cx = BuildContext::new(derive_seed(seed, 1000 + id as u64));
+                cx.read_file = read_file.clone();
                 let (cap2, win2) = (capacity.clone(), windows.clone());
                 cx.fair_share = Some(Arc::new(move |t: Time| {
                     let n = win2.iter().filter(|(s, e)| *s <= t && t < *e).count().max(1);
                     cap2.rate_at(t) / n as i64
                 }));
-                let built = controllers::build(&controller_name, &params, &cx).map_err(|e| {
-                    if e.field == "controller" { ConfigError::new(format!("{field}.controller"), e.message) } else { e.prefixed(&field) }
-                })?;
-                let mc = &fc.media;
-                let constraints = Constraints { min_rate: Bitrate::from_kbps_f64(mc.min_kbps), max_rate: Bitrate::from_kbps_f64(mc.max_kbps), start_rate: Bitrate::from_kbps_f64(mc.start_kbps) };
-                let enc = EncoderConfig {
-                    fps: mc.fps, min_rate: constraints.min_rate, max_rate: constraints.max_rate, lag: Duration::from_ms_f64(mc.encoder_lag_ms),
-                    size_noise: mc.frame_size_noise, keyframe_interval: Duration::from_secs_f64(mc.keyframe_interval_s), keyframe_factor: mc.keyframe_factor,
-                };
-                let limit_t = Duration::from_ms_f64(mc.pacer_queue_limit_ms);
-                let mode = match fc.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
-                FlowState::Media(Box::new(MediaFlow {
-                    controller: built.sender,
-                    estimator: built.receiver,
-                    constraints,
-                    encoder: Encoder::new(enc, constraints.start_rate, derive_seed(seed, 2000 + id as u64)),
-                    max_payload: mc.max_payload_bytes,
-                    header: Bytes::new(mc.header_bytes as i64),
-                    pacer: Pacer::new(constraints.start_rate.scale(2.5), limit_t),
-                    history: SendHistory::new(),
-                    feedback: FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
-                    receiver: FrameReceiver::with_quality(QualityTracker::new(mc.quality_model, mc.fps, mc.keyframe_factor)),
-                    target: constraints.start_rate,
-                    paused: false,
-                    pause_allowed: mc.encoder_pause,
-                    overhead_accounting: mc.overhead_accounting,
-                    payload_share: mc.max_payload_bytes as f64 / (mc.max_payload_bytes + mc.header_bytes) as f64,
-                    queue_time_limit: limit_t,
-                    pacer_wake: None,
-                    // Random capture phase: flows that start at the same instant must not
-                    // produce frames in lock-step (the lower flow id would win every tie).
-                    frame_phase: Duration::from_us((derive_seed(seed, 4000 + id as u64) % (1e6 / mc.fps).max(1.0) as u64) as i64),
-                    include_report_time: true,
-                    pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
-                    in_pause: false,
-                }))
+                FlowState::Media(Box::new(build_media_flow(fc, &field, &controller_name, &params, &cx, seed, id as u64)?))
             }
             FlowKind::Tcp => {
                 let mut cfg: TcpConfig = controllers::parse_params(&fc.tcp).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
@@ -182,11 +211,7 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
         flows.push(Flow { info, start, stop, fwd_delay: fwd, ret_delay: ret, active: false, metrics: FlowMetrics::new(start, stop), state });
     }
 
-    let mut link = Link::new(capacity, limit, loss, Time::from_secs_f64(sc.link.loss_start_s));
-    if sc.link.trace_content.is_some() {
-        let trace = load_trace(&sc.link).map_err(|e| ConfigError::new("link.trace", e.to_string()))?;
-        link.set_trace_overlay(trace, sc.link.trace_loop);
-    }
+    let link = build_link(&sc.link, capacity, end)?;
     let mut sim = Simulation {
         now: Time::ZERO,
         end,

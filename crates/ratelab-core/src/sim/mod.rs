@@ -5,9 +5,11 @@
 //! RNGs seeded from the run seed.
 
 pub mod build;
+pub mod env;
 pub mod events;
 pub mod media_flow;
 pub mod summary;
+pub mod synth;
 pub mod tcp_flow;
 
 use crate::controller::{ReceivedPacket, Update};
@@ -26,7 +28,7 @@ use crate::transport::tcp::{Ack, Segment};
 use crate::units::Bytes;
 use rand_chacha::ChaCha8Rng;
 
-pub use build::build_simulation;
+pub use build::{build_simulation, build_simulation_with};
 
 /// Static description of a flow.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -290,6 +292,8 @@ impl Simulation {
         }
         if let Some(e) = m.estimator.as_mut() {
             e.on_packet_received(&ReceivedPacket { seq: pkt.seq, size: pkt.size, send_time: pkt.send_time, recv_time: now });
+            // The exact RTT this packet would show the sender: its one-way delay plus the return path.
+            e.on_rtt_update(now, (now - pkt.send_time) + ret);
         }
         if let Some(report) = m.feedback.on_packet(now, pkt.seq) {
             self.events.push(now + ret, Event::Feedback(pkt.flow, Box::new(report)));
@@ -342,6 +346,15 @@ impl Simulation {
         let d = e.tick_interval().max(Duration::from_ms(1));
         if let Some(r) = report { self.events.push(now + ret, Event::RemoteEstimate(f, r)); }
         self.events.push(now + d, Event::EstimatorTick(f));
+    }
+
+    /// Send a receiver-side rate report for media flow `f` now, as a receiver-side estimator
+    /// would: it reaches the sender's controller after the flow's return delay. Used by
+    /// drivers that compute the estimate outside the simulator (the RL environment).
+    pub fn push_remote_estimate(&mut self, f: u32, rate: Bitrate) {
+        let Some(flow) = self.flows.get(f as usize) else { return };
+        let at = self.now + flow.ret_delay;
+        self.events.push(at, Event::RemoteEstimate(f, rate));
     }
 
     fn on_remote_estimate(&mut self, f: u32, rate: Bitrate) {

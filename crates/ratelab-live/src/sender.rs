@@ -1,0 +1,318 @@
+//! The live sender: the core's encoder model, packetizer, pacer, send history and controller
+//! (one [`MediaFlow`], exactly as the simulator builds it) driven by the wall clock, writing
+//! RTP to a UDP peer and reading its RTCP feedback (TWCC, RFC 8888, REMB).
+//!
+//! One thread, one socket: the loop handles whatever is due (frames, pacer releases, controller
+//! ticks, series samples), then sleeps in `ppoll` until the next deadline or a datagram.
+
+use crate::net::{self, LiveClock};
+use crate::payload::{self, MediaHeader, IP_UDP_OVERHEAD, MIN_DATAGRAM};
+use crate::{Quantiles, StopFlag};
+use ratelab_core::controllers::BuildContext;
+use ratelab_core::media::encoder::packetize;
+use ratelab_core::media::pacer::QueuedPacket;
+use ratelab_core::network::capacity::CapacitySchedule;
+use ratelab_core::network::packet::Payload;
+use ratelab_core::scenario::FlowConfig;
+use ratelab_core::sim::build::build_media_flow;
+use ratelab_core::sim::media_flow::MediaFlow;
+use ratelab_core::wire::rfc8888::CcfbDecoder;
+use ratelab_core::wire::rtp::RtpHeader;
+use ratelab_core::wire::twcc::TwccDecoder;
+use ratelab_core::wire::{is_rtcp, parse_rtcp, RtcpPacket};
+use ratelab_core::{Bitrate, Bytes, ConfigError, Duration, Time};
+use serde::{Deserialize, Serialize};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+
+/// Settings of a live sender (JSON from the front end; unknown keys are errors).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SenderOptions {
+    /// How long to send, from the start (seconds).
+    pub duration_s: f64,
+    /// Wait this long before the flow starts (seconds; `flows[i].start_s` in `live run`).
+    pub start_s: f64,
+    /// RTP SSRC of the media stream.
+    pub ssrc: u32,
+    /// RTP header extension ID of the transport-wide sequence number (1..=14).
+    pub tw_ext_id: u8,
+    /// Seed of the encoder's frame-size noise and the controller's randomness.
+    pub seed: u64,
+    /// Period of the time series (ms).
+    pub series_interval_ms: f64,
+    /// Stop with an error when no feedback arrived for this long (seconds).
+    pub silence_timeout_s: f64,
+    /// Packets without feedback for this long leave the in-flight count (seconds).
+    pub in_flight_timeout_s: f64,
+    /// Keep the per-packet send log.
+    pub packet_log: bool,
+}
+
+impl Default for SenderOptions {
+    fn default() -> Self {
+        SenderOptions { duration_s: 60.0, start_s: 0.0, ssrc: 0x5241_544C, tw_ext_id: 5, seed: 1, series_interval_ms: 25.0, silence_timeout_s: 10.0, in_flight_timeout_s: 2.0, packet_log: true }
+    }
+}
+
+/// What the sender did (JSON-serializable part of its result).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SenderStats {
+    /// `duration`, `stopped`, or `silent-peer`.
+    pub end_reason: String,
+    pub message: Option<String>,
+    pub controller: String,
+    pub packets_sent: u64,
+    /// On-the-wire bytes (datagram + 28 bytes IPv4/UDP), as the simulator counts them.
+    pub bytes_sent: i64,
+    pub media_packets: u64,
+    pub padding_packets: u64,
+    pub frames_encoded: u64,
+    pub feedback_packets: u64,
+    pub feedback_malformed: u64,
+    pub remb_packets: u64,
+    /// Datagrams from any address other than the peer (ignored).
+    pub foreign_datagrams: u64,
+    pub send_errors: u64,
+    /// Bytes released by the in-flight timeout (feedback that never came).
+    pub expired_bytes: i64,
+    /// Pacer timing error: actual − intended send time of packets the pacer scheduled ahead (µs).
+    pub pacer_error_us: Quantiles,
+    /// CPU time of the sender thread.
+    pub cpu_us: i64,
+    pub cpu_us_per_packet: f64,
+    pub active_s: f64,
+}
+
+/// Sender-side time series, on the grid `k × interval`.
+#[derive(Clone, Debug, Default)]
+pub struct SenderSeries {
+    pub k: Vec<u64>,
+    pub target_kbps: Vec<f64>,
+    /// What the encoder produces (0 while paused), as the simulator's series.
+    pub encoder_kbps: Vec<f64>,
+    pub pacing_kbps: Vec<f64>,
+    pub send_kbps: Vec<f64>,
+    pub cwnd_bytes: Vec<f64>,
+}
+
+/// Per-packet send log.
+#[derive(Clone, Debug, Default)]
+pub struct SendLog {
+    pub seq: Vec<u64>,
+    pub size: Vec<u32>,
+    pub send: Vec<Time>,
+}
+
+pub struct SenderResult {
+    pub stats: SenderStats,
+    pub series: SenderSeries,
+    pub log: SendLog,
+}
+
+/// A configured sender, ready to run on its own thread.
+pub struct Sender {
+    sock: UdpSocket,
+    peer: SocketAddr,
+    clock: LiveClock,
+    flow: MediaFlow,
+    opts: SenderOptions,
+    stop: StopFlag,
+}
+
+impl Sender {
+    /// Build the flow's controller and media pipeline from `flow` (the scenario schema of one
+    /// media flow) and bind `bind`. `capacity`: the emulated bottleneck, only for the `oracle`.
+    pub fn new(flow: &FlowConfig, opts: SenderOptions, bind: SocketAddr, peer: SocketAddr, clock: LiveClock, capacity: Option<CapacitySchedule>, stop: StopFlag) -> Result<Sender, String> {
+        if !(1..=14).contains(&opts.tw_ext_id) { return Err(ConfigError::new("tw_ext_id", "must be in 1..=14").to_string()); }
+        if !(opts.duration_s.is_finite() && opts.duration_s > 0.0) { return Err(ConfigError::new("duration_s", "must be > 0").to_string()); }
+        let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(opts.seed, 1000));
+        if let Some(cap) = capacity { cx.fair_share = Some(Arc::new(move |t| cap.rate_at(t))); }
+        let flow_state = build_media_flow(flow, "flow", &flow.controller, &flow.params, &cx, opts.seed, 0).map_err(|e| e.to_string())?;
+        let sock = net::bind(bind).map_err(|e| format!("cannot bind {bind}: {e}"))?;
+        Ok(Sender { sock, peer, clock, flow: flow_state, opts, stop })
+    }
+
+    pub fn local_addr(&self) -> Option<SocketAddr> { self.sock.local_addr().ok() }
+
+    /// Run until the duration is over, the stop flag is raised, or the peer falls silent.
+    pub fn run(mut self, controller_name: &str) -> SenderResult {
+        net::precise_timers();
+        let cpu0 = net::thread_cpu_us();
+        let clock = self.clock;
+        let o = self.opts.clone();
+        let mut stats = SenderStats { controller: controller_name.to_string(), ..Default::default() };
+        let mut series = SenderSeries::default();
+        let mut log = SendLog::default();
+        let mut pacer_err = net::us_histogram();
+        let mut buf = vec![0u8; 65_536];
+        let mut out = Vec::with_capacity(2048);
+        let mut twcc = TwccDecoder::new();
+        let mut ccfb = CcfbDecoder::new();
+
+        // Wait for the start time (stop flag honoured).
+        let start = Time::ZERO + Duration::from_secs_f64(o.start_s);
+        while clock.now() < start && !self.stop.is_raised() { std::thread::sleep(std::time::Duration::from_millis(1).min(to_std(start - clock.now()))); }
+        let t0 = clock.now();
+        let end = t0 + Duration::from_secs_f64(o.duration_s);
+        let iv = Duration::from_ms_f64(o.series_interval_ms.max(1.0));
+        let m = &mut self.flow;
+        let u = m.controller.on_start(t0, m.constraints);
+        m.apply(t0, u);
+        let tick = m.controller.tick_interval().max(Duration::from_ms(1));
+        let frame_iv = m.encoder.frame_interval();
+        let (mut next_frame, mut next_tick) = (t0 + m.frame_phase, t0 + tick);
+        let mut next_series = Time::from_us((t0.as_us() / iv.as_us() + 1) * iv.as_us());
+        let mut last_feedback = t0;
+        let mut iv_sent = Bytes::ZERO;
+        let mut pacer_deadline: Option<Time> = None;
+        let silence = Duration::from_secs_f64(o.silence_timeout_s);
+        let expire_after = Duration::from_secs_f64(o.in_flight_timeout_s);
+        let mut frame_no: u32 = 0;
+
+        loop {
+            let now = clock.now();
+            if now >= end { stats.end_reason = "duration".into(); break; }
+            if self.stop.is_raised() { stats.end_reason = "stopped".into(); break; }
+            if now - last_feedback > silence {
+                stats.end_reason = "silent-peer".into();
+                stats.message = Some(format!(
+                    "no feedback from {} for {:.1} s: is `ratelab live recv` running there, reachable, and sending feedback to this address?",
+                    self.peer, silence.as_secs_f64()));
+                break;
+            }
+            // 1. Feedback.
+            loop {
+                match self.sock.recv_from(&mut buf) {
+                    Ok((n, src)) => {
+                        if src != self.peer { stats.foreign_datagrams += 1; continue; }
+                        let now = clock.now();
+                        if !is_rtcp(&buf[..n]) { stats.feedback_malformed += 1; continue; }
+                        let Ok(pkts) = parse_rtcp(&buf[..n]) else { stats.feedback_malformed += 1; continue };
+                        for p in pkts {
+                            let reports = match p {
+                                RtcpPacket::Twcc(fb) if fb.media_ssrc == o.ssrc => twcc.decode(&fb, m.history.next_seq()).into_iter().map(|r| (r, false)).collect(),
+                                RtcpPacket::Ccfb(r) => ccfb.decode(&r, o.ssrc, m.history.next_seq()).into_iter().map(|r| (r, true)).collect(),
+                                RtcpPacket::Remb(r) => {
+                                    stats.remb_packets += 1;
+                                    last_feedback = now;
+                                    let rate = Bitrate::from_bps(r.bitrate_bps.min(Bitrate::INFINITY.bps() as u64) as i64);
+                                    let u = m.controller.on_remote_estimate(now, rate);
+                                    m.apply(now, u);
+                                    Vec::new()
+                                }
+                                _ => Vec::new(),
+                            };
+                            for (r, with_time) in reports {
+                                stats.feedback_packets += 1;
+                                last_feedback = now;
+                                let fb = m.history.on_report(now, &r, with_time);
+                                if fb.packets.is_empty() { continue; }
+                                let u = m.controller.on_feedback(&fb);
+                                m.apply(now, u);
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => { stats.send_errors += 1; break; } // e.g. ICMP port unreachable reported on Linux
+                }
+            }
+            let now = clock.now();
+            // 2. Frames.
+            while next_frame <= now {
+                // As sim/mod.rs on_frame: scheduled pauses, the encoder-pause rule, packetization
+                // feeding the overhead accounting.
+                m.in_pause = m.scheduled_pause(next_frame);
+                if !m.paused && !m.in_pause {
+                    let f = m.encoder.encode(next_frame);
+                    stats.frames_encoded += 1;
+                    let parts: Vec<Bytes> = packetize(f.size, m.max_payload).collect();
+                    m.observe_packetization(f.size, parts.len());
+                    let count = parts.len() as u16;
+                    for (i, p) in parts.into_iter().enumerate() {
+                        let payload = Payload::Media { frame: frame_no as u64, index: i as u16, count, capture: next_frame, keyframe: f.keyframe };
+                        m.pacer.enqueue(QueuedPacket { size: p + m.header, payload, enqueue_time: now });
+                    }
+                    frame_no = frame_no.wrapping_add(1);
+                }
+                next_frame += frame_iv;
+                // Far behind (the process was descheduled): skip frames rather than burst.
+                if now - next_frame > Duration::from_secs(1) { next_frame = now; }
+            }
+            // 3. Controller ticks.
+            while next_tick <= now {
+                let u = m.controller.on_tick(now);
+                m.apply(now, u);
+                m.check_pause();
+                stats.expired_bytes += m.history.expire(now, expire_after).get();
+                next_tick += tick;
+                if now - next_tick > Duration::from_secs(1) { next_tick = now + tick; }
+            }
+            // 4. Pacer.
+            loop {
+                let now = clock.now();
+                let Some(due) = m.pacer.next_send_time(now, m.history.in_flight()) else { break };
+                if due > now { break; }
+                let Some(rel) = m.pacer.poll(now, m.history.in_flight()) else { break };
+                // Timing error: how late the first release after a pacer-timed sleep went out.
+                if let Some(t) = pacer_deadline.take() { let _ = pacer_err.record((now - t).as_us().max(0) as u64); }
+                let datagram = (rel.size.get() - IP_UDP_OVERHEAD).max(MIN_DATAGRAM as i64) as usize;
+                let wire = Bytes::new(datagram as i64 + IP_UDP_OVERHEAD);
+                let padding = rel.payload == Payload::Padding;
+                let sp = m.history.on_sent(now, wire, rel.probe_cluster, padding);
+                let u = m.controller.on_packet_sent(&sp);
+                if !u.is_empty() { m.apply(now, u); }
+                let (mh, marker, ts) = match rel.payload {
+                    Payload::Media { frame, index, count, capture, keyframe } => (
+                        MediaHeader { keyframe, padding: false, frame: frame as u32, index, count, capture_unix_us: clock.unix_us(capture), send_unix_us: clock.unix_us(now) },
+                        index + 1 == count, (capture.as_us() * 9 / 100) as u32),
+                    _ => (MediaHeader { padding: true, send_unix_us: clock.unix_us(now), capture_unix_us: clock.unix_us(now), ..Default::default() }, false, (now.as_us() * 9 / 100) as u32),
+                };
+                let rtp = RtpHeader { marker, payload_type: if padding { payload::PT_PADDING } else { payload::PT_MEDIA }, seq: sp.seq as u16, timestamp: ts, ssrc: o.ssrc };
+                payload::write_datagram(&mut out, &rtp, o.tw_ext_id, sp.seq as u16, &mh, datagram);
+                if self.sock.send_to(&out, self.peer).is_err() { stats.send_errors += 1; }
+                stats.packets_sent += 1;
+                stats.bytes_sent += wire.get();
+                if padding { stats.padding_packets += 1 } else { stats.media_packets += 1 }
+                iv_sent += wire;
+                if o.packet_log { log.seq.push(sp.seq); log.size.push(wire.get() as u32); log.send.push(now); }
+            }
+            // 5. Series.
+            let now = clock.now();
+            while next_series <= now {
+                series.k.push((next_series.as_us() / iv.as_us()) as u64);
+                series.target_kbps.push(m.target.kbps_f64());
+                series.encoder_kbps.push(if m.paused || m.in_pause { 0.0 } else { m.encoder.output_rate().kbps_f64() });
+                series.pacing_kbps.push(m.pacer.pacing_rate().kbps_f64());
+                series.send_kbps.push((iv_sent / iv).kbps_f64());
+                let w = m.pacer.cwnd();
+                series.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
+                iv_sent = Bytes::ZERO;
+                next_series += iv;
+            }
+            // 6. Sleep until the next deadline or a datagram.
+            let now = clock.now();
+            let mut deadline = end.min(next_frame).min(next_tick).min(next_series).min(last_feedback + silence + Duration::from_ms(1));
+            if let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) { deadline = deadline.min(t); }
+            pacer_deadline = None;
+            if let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) { if t > now && t <= deadline { pacer_deadline = Some(t); } }
+            if deadline > now { net::wait_readable(&self.sock, (deadline - now).min(Duration::from_ms(100))); }
+        }
+        // Tell the receiver the stream ended (RTCP BYE, RFC 3550 §6.6), a few times against loss.
+        let bye = bye_packet(o.ssrc);
+        for _ in 0..3 { let _ = self.sock.send_to(&bye, self.peer); std::thread::sleep(std::time::Duration::from_millis(20)); }
+        stats.active_s = (clock.now().min(end) - t0).as_secs_f64();
+        stats.pacer_error_us = Quantiles::of(&pacer_err);
+        stats.cpu_us = net::thread_cpu_us() - cpu0;
+        stats.cpu_us_per_packet = if stats.packets_sent > 0 { stats.cpu_us as f64 / stats.packets_sent as f64 } else { 0.0 };
+        SenderResult { stats, series, log }
+    }
+}
+
+/// RTCP BYE for one SSRC (RFC 3550 §6.6): V=2, SC=1, PT=203, length 1.
+pub fn bye_packet(ssrc: u32) -> [u8; 8] {
+    let s = ssrc.to_be_bytes();
+    [0x81, 203, 0x00, 0x01, s[0], s[1], s[2], s[3]]
+}
+
+fn to_std(d: Duration) -> std::time::Duration { std::time::Duration::from_micros(d.as_us().max(0) as u64) }

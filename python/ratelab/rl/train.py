@@ -1,0 +1,333 @@
+"""A small, readable PPO trainer for R3Net (paper 004, spec 10.2).
+
+PPO with a recurrent policy: rollouts of ``rollout`` steps from ``envs`` parallel environments
+(one Rust call per step), GAE(λ) advantages, then ``epochs`` passes over *sequence* minibatches —
+chunks of ``seq_len`` consecutive steps of one environment, replayed through the GRU from the
+hidden state stored at the chunk's start (truncated BPTT; the GRU state is zeroed where an episode
+starts inside a chunk). Time-limit ends are bootstrapped with the critic's value of the final
+observation. Adam (lr 3e-5, eps 1e-5), clip 0.2, γ 0.99, λ 0.95, gradient-norm clip 0.5, no
+entropy bonus: the DeepRL defaults the paper's code base uses (spec 10.2 table).
+
+Run ``ratelab train r3net --steps N --envs N --out DIR`` (or ``python -m ratelab.rl.train``).
+``DIR`` receives ``checkpoint.pt`` (resumable with ``--resume``), ``scalars.csv``,
+``learning_curve.png`` and ``r3net.onnx``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from .env import BandwidthEstimationVectorEnv
+from .model import R3Net, export_onnx
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 2_000_000          # environment steps in total (all envs together)
+    envs: int = 64                  # parallel environments
+    rollout: int = 128              # steps per environment per update (8192 per update; DeepRL: 2048)
+    seq_len: int = 32               # BPTT chunk length (spec 10.2: sequence minibatches)
+    minibatch: int = 2048           # transitions per minibatch (= 64 chunks of 32; DeepRL: 64)
+    epochs: int = 4                 # PPO epochs per update (DeepRL: 10; fewer for the CPU budget)
+    lr: float = 3e-4                # paper 004: 3e-5 (with 10 epochs of 64-sample minibatches, i.e. ~40× more
+                                    # optimizer steps per sample than here; see docs/models/r3net.md)
+    adam_eps: float = 1e-5
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip: float = 0.2
+    grad_clip: float = 0.5
+    value_coef: float = 0.5
+    entropy_coef: float = 0.0
+    reward_scale: float = 0.01      # rewards are multiplied by this for the critic (policy optimum unchanged)
+    init_std: float = 0.05          # spec 10.2 suggestion (OpenNetLab) instead of DeepRL's 0.693
+    init_action: float = 0.1        # initial mean action (0.8 Mbit/s linear)
+    hidden: int = 64
+    seed: int = 0
+    duration_s: float = 30.0        # episode length
+    traces: str = "train"           # shipped trace set (plus synthetic traces, see EnvConfig)
+    mapping: str = "linear"
+    env_threads: int = 1
+    torch_threads: int = 1
+    checkpoint_every: int = 10      # updates
+    env_config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def batch(self) -> int:
+        return self.envs * self.rollout
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, out: str | Path, resume: bool = False,
+                 log: Callable[[str], None] = print):
+        self.cfg, self.out, self.log = cfg, Path(out), log
+        if cfg.rollout % cfg.seq_len:
+            raise ValueError("rollout must be a multiple of seq_len")
+        self.out.mkdir(parents=True, exist_ok=True)
+        torch.set_num_threads(max(1, cfg.torch_threads))
+        torch.manual_seed(cfg.seed)
+        self.net = R3Net(hidden=cfg.hidden, init_std=cfg.init_std, init_action=cfg.init_action)
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
+        self.env = BandwidthEstimationVectorEnv(cfg.envs, config=cfg.env_config, traces=cfg.traces,
+                                                mapping=cfg.mapping, duration_s=cfg.duration_s,
+                                                threads=cfg.env_threads)
+        self.updates = 0
+        self.steps = 0
+        self.wall = 0.0
+        self.episode_rewards: list[float] = []
+        ckpt = self.out / "checkpoint.pt"
+        if resume and ckpt.exists():
+            state = torch.load(ckpt, weights_only=False)
+            self.net.load_state_dict(state["net"])
+            self.opt.load_state_dict(state["opt"])
+            self.updates, self.steps, self.wall = state["updates"], state["steps"], state["wall"]
+            torch.set_rng_state(state["torch_rng"])
+            self.log(f"resumed from {ckpt} at update {self.updates}, {self.steps} steps")
+        elif (self.out / "scalars.csv").exists():
+            (self.out / "scalars.csv").unlink()
+        self.env_seed = cfg.seed * 1_000_003 + self.updates
+
+    # -- rollout -------------------------------------------------------------------------
+    def rollout(self, obs: np.ndarray, h: torch.Tensor):
+        c, N, T = self.cfg, self.cfg.envs, self.cfg.rollout
+        buf = {k: torch.zeros(T, N) for k in ("act", "logp", "val", "rew", "trunc", "vfinal", "start")}
+        buf["obs"] = torch.zeros(T, N, 4)
+        h0 = torch.zeros(T // c.seq_len, 1, N, self.net.hidden)
+        std = self.net.std().detach()
+        ep_ret = self._ep_ret
+        with torch.no_grad():
+            for t in range(T):
+                if t % c.seq_len == 0:
+                    h0[t // c.seq_len] = h
+                o = torch.as_tensor(obs)
+                mu, v, h = self.net(o[None], h)
+                a = mu[0] + std * torch.randn(N)
+                buf["obs"][t], buf["act"][t], buf["val"][t] = o, a, v[0]
+                buf["logp"][t] = torch.distributions.Normal(mu[0], std).log_prob(a)
+                obs, rew, _term, trunc, info = self.env.step(a.clamp(0.0, 1.0).numpy()[:, None])
+                buf["rew"][t] = torch.as_tensor(rew, dtype=torch.float32)
+                ep_ret += rew
+                self._ep_len += 1
+                if trunc.any():
+                    idx = np.flatnonzero(trunc)
+                    _, vf, _ = self.net(torch.as_tensor(info["final_obs"])[None], h)
+                    buf["trunc"][t, idx] = 1.0
+                    buf["vfinal"][t, idx] = vf[0, idx]
+                    h[:, idx] = 0.0
+                    if t + 1 < T:
+                        buf["start"][t + 1, idx] = 1.0
+                    for i in idx:
+                        self.episode_rewards.append(ep_ret[i] / max(1, self._ep_len[i]))
+                        ep_ret[i], self._ep_len[i] = 0.0, 0
+            _, v_last, _ = self.net(torch.as_tensor(obs)[None], h)
+        buf["h0"], buf["v_last"] = h0, v_last[0]
+        return obs, h, buf
+
+    def advantages(self, buf):
+        c = self.cfg
+        T = c.rollout
+        s = c.reward_scale
+        adv = torch.zeros_like(buf["rew"])
+        gae = torch.zeros(c.envs)
+        for t in reversed(range(T)):
+            nxt = buf["v_last"] if t == T - 1 else buf["val"][t + 1]
+            nxt = torch.where(buf["trunc"][t] > 0, buf["vfinal"][t], nxt)
+            delta = s * buf["rew"][t] + c.gamma * nxt - buf["val"][t]
+            gae = delta + c.gamma * c.gae_lambda * (1.0 - buf["trunc"][t]) * gae
+            adv[t] = gae
+        return adv, adv + buf["val"]
+
+    # -- PPO update ----------------------------------------------------------------------
+    def update(self, buf) -> dict[str, float]:
+        c = self.cfg
+        adv, ret = self.advantages(buf)
+        L, K = c.seq_len, c.rollout // c.seq_len
+
+        def chunks(x):  # [T, N, ...] -> [L, K*N, ...] (chunk k of env n is column k*N + n)
+            return x.reshape(K, L, c.envs, *x.shape[2:]).transpose(0, 1).reshape(L, K * c.envs, *x.shape[2:])
+
+        obs, act, logp_old, start = (chunks(buf[k]) for k in ("obs", "act", "logp", "start"))
+        adv_c, ret_c = chunks(adv), chunks(ret)
+        h0 = buf["h0"].permute(1, 0, 2, 3).reshape(1, K * c.envs, -1)
+        n_seq = K * c.envs
+        per_mb = max(1, c.minibatch // L)
+        stats = {"policy_loss": 0.0, "value_loss": 0.0, "approx_kl": 0.0, "clipfrac": 0.0}
+        n = 0
+        for _ in range(c.epochs):
+            perm = torch.randperm(n_seq)
+            for i in range(0, n_seq, per_mb):
+                j = perm[i:i + per_mb]
+                mu, v, _ = self.net(obs[:, j], h0[:, j], start[:, j])
+                dist = torch.distributions.Normal(mu, self.net.std())
+                logp = dist.log_prob(act[:, j])
+                a = adv_c[:, j]
+                a = (a - a.mean()) / (a.std() + 1e-8)
+                ratio = torch.exp(logp - logp_old[:, j])
+                pl = -torch.min(ratio * a, ratio.clamp(1 - c.clip, 1 + c.clip) * a).mean()
+                vl = 0.5 * (v - ret_c[:, j]).pow(2).mean()
+                loss = pl + c.value_coef * vl - c.entropy_coef * dist.entropy().mean()
+                self.opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.net.parameters(), c.grad_clip)
+                self.opt.step()
+                with torch.no_grad():
+                    stats["policy_loss"] += float(pl)
+                    stats["value_loss"] += float(vl)
+                    stats["approx_kl"] += float((logp_old[:, j] - logp).mean())
+                    stats["clipfrac"] += float(((ratio - 1).abs() > c.clip).float().mean())
+                n += 1
+        return {k: v / max(1, n) for k, v in stats.items()}
+
+    # -- main loop -----------------------------------------------------------------------
+    def train(self) -> Path:
+        c = self.cfg
+        obs, _ = self.env.reset(seed=self.env_seed)
+        h = self.net.initial_state(c.envs)
+        self._ep_ret = np.zeros(c.envs)
+        self._ep_len = np.zeros(c.envs, dtype=np.int64)
+        total_updates = math.ceil(c.steps / c.batch)
+        csv_path = self.out / "scalars.csv"
+        new = not csv_path.exists()
+        fields = ["update", "steps", "wall_s", "episode_reward", "episodes", "policy_loss", "value_loss",
+                  "approx_kl", "clipfrac", "std", "steps_per_s"]
+        progress = _Progress(total_updates, self.updates, self.log)
+        with open(csv_path, "a", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=fields)
+            if new:
+                w.writeheader()
+            while self.updates < total_updates:
+                t0 = time.perf_counter()
+                obs, h, buf = self.rollout(obs, h)
+                stats = self.update(buf)
+                self.updates += 1
+                self.steps += c.batch
+                dt = time.perf_counter() - t0
+                self.wall += dt
+                ep = self.episode_rewards
+                row = {"update": self.updates, "steps": self.steps, "wall_s": round(self.wall, 2),
+                       "episode_reward": float(np.mean(ep)) if ep else float("nan"), "episodes": len(ep),
+                       "std": float(self.net.std().detach()), "steps_per_s": round(c.batch / dt, 1),
+                       **{k: round(v, 6) for k, v in stats.items()}}
+                self.episode_rewards = []
+                w.writerow(row)
+                fh.flush()
+                progress.update(self.updates, row)
+                if self.updates % c.checkpoint_every == 0 or self.updates == total_updates:
+                    self.save()
+        progress.close()
+        self.save()
+        plot_learning_curve(csv_path, self.out / "learning_curve.png")
+        return self.out / "r3net.onnx"
+
+    def save(self) -> None:
+        state = {"net": self.net.state_dict(), "opt": self.opt.state_dict(), "updates": self.updates,
+                 "steps": self.steps, "wall": self.wall, "config": dataclasses.asdict(self.cfg),
+                 "torch_rng": torch.get_rng_state()}
+        tmp = self.out / "checkpoint.pt.tmp"
+        torch.save(state, tmp)
+        tmp.replace(self.out / "checkpoint.pt")
+        meta = {"trainer": "ratelab.rl.train", "steps": self.steps, "updates": self.updates,
+                "train_wall_s": round(self.wall, 1), "config": json.dumps(dataclasses.asdict(self.cfg))}
+        export_onnx(self.net, self.out / "r3net.onnx", meta)
+
+
+class _Progress:
+    """A rich progress bar when available and on a terminal, else one line per few updates."""
+
+    def __init__(self, total: int, done: int, log: Callable[[str], None]):
+        self.total, self.log, self.bar = total, log, None
+        try:
+            if sys.stderr.isatty():
+                from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+                self.bar = Progress(TextColumn("R3Net"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                                    TextColumn("{task.fields[msg]}"), TimeRemainingColumn())
+                self.task = self.bar.add_task("train", total=total, completed=done, msg="")
+                self.bar.start()
+        except ImportError:
+            self.bar = None
+        self.last = 0.0
+
+    def update(self, n: int, row: dict[str, Any]) -> None:
+        msg = f"reward/step {row['episode_reward']:.3f}  {row['steps_per_s']:.0f} steps/s"
+        if self.bar is not None:
+            self.bar.update(self.task, completed=n, msg=msg)
+        elif time.time() - self.last > 10 or n == self.total:
+            self.last = time.time()
+            self.log(f"update {n}/{self.total}  steps {row['steps']}  {msg}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def plot_learning_curve(csv_path: str | Path, png: str | Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    rows = list(csv.DictReader(open(csv_path)))
+    if not rows:
+        return None
+    steps = np.array([float(r["steps"]) for r in rows])
+    rew = np.array([float(r["episode_reward"]) for r in rows])
+    ok = ~np.isnan(rew)  # rows where episodes ended
+    steps, rew = steps[ok], rew[ok]
+    if not len(rew):
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(steps / 1e6, rew, lw=0.8, alpha=0.5, label="episodes ending in the update")
+    k = max(1, len(rew) // 20)
+    if len(rew) > k > 1:
+        sm = np.convolve(rew, np.ones(k) / k, mode="valid")
+        ax.plot(steps[k - 1:] / 1e6, sm, lw=1.8, label=f"moving mean ({k})")
+    ax.set_xlabel("environment steps (millions)")
+    ax.set_ylabel("mean reward per 50-ms step")
+    ax.set_title("R3Net PPO training")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return Path(png)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="ratelab train r3net", description=__doc__.split("\n\n")[0])
+    d = TrainConfig()
+    p.add_argument("--steps", type=int, default=d.steps)
+    p.add_argument("--envs", type=int, default=d.envs)
+    p.add_argument("--out", default="out/r3net")
+    p.add_argument("--resume", action="store_true")
+    for f in ("rollout", "seq_len", "minibatch", "epochs", "seed", "env_threads", "torch_threads", "checkpoint_every"):
+        p.add_argument("--" + f.replace("_", "-"), type=int, default=getattr(d, f))
+    for f in ("lr", "gamma", "gae_lambda", "clip", "init_std", "init_action", "duration_s", "reward_scale", "entropy_coef"):
+        p.add_argument("--" + f.replace("_", "-"), type=float, default=getattr(d, f))
+    p.add_argument("--traces", default=d.traces, help="train, test, all or none (synthetic only)")
+    p.add_argument("--mapping", default=d.mapping, choices=["linear", "log"])
+    p.add_argument("--env-config", default="{}", help="JSON overrides of the environment distribution")
+    a = p.parse_args(argv)
+    kw = {f.name: getattr(a, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(a, f.name)}
+    kw["env_config"] = json.loads(a.env_config)
+    cfg = TrainConfig(**kw)
+    onnx_path = Trainer(cfg, a.out, resume=a.resume).train()
+    print(f"model: {onnx_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

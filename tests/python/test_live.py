@@ -1,0 +1,80 @@
+"""Live mode from Python: `ratelab live run|send|recv`, `ratelab emulate` (real time, loopback).
+
+Each test that needs the extension runs a few seconds of wall clock.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pyarrow.parquet as pq
+import pytest
+
+from ratelab import live
+from ratelab.errors import InputError
+from ratelab.results import write_summary
+from ratelab.scenario import load_scenario
+
+
+def test_live_run_writes_the_same_outputs_as_run(core, tmp_path):
+    sc = load_scenario("rmcat-5.1", ["duration_s=4"])
+    res = live.run_live(sc, ["gcc"], out_dir=tmp_path, seed=3)
+    summary = json.loads(write_summary(res).read_text())
+    assert summary["scenario"] == "rmcat-5.1" and summary["seed"] == 3
+    run = summary["runs"][0]
+    assert run["controller"] == "gcc"
+    flow = run["flows"][0]
+    # 4 s at 150 kbit/s start on a 1 Mbit/s link: GCC ramps up, nothing is lost.
+    assert flow["packets_sent"] > 50 and flow["packets_received"] > 0.95 * flow["packets_sent"]
+    assert 0.05 < run["link"]["utilization"] < 1.0
+    assert 50 < flow["owd_ms_mean"] < 200  # 50 ms propagation + queue
+    series = pq.read_table(tmp_path / "gcc" / "series.parquet").to_pydict()
+    assert len(series["t_s"]) > 100 and max(series["target_kbps"]) > 150
+    packets = pq.read_table(tmp_path / "gcc" / "packets.parquet")
+    assert packets.num_rows == flow["packets_sent"]
+    details = json.loads((tmp_path / "gcc" / "live.json").read_text())
+    assert details["sender"]["end_reason"] == "duration"
+    assert details["sender"]["feedback_packets"] > 10
+    assert details["emulator"]["forward"]["delivered_packets"] >= flow["packets_received"]
+
+
+def test_live_rejects_what_it_cannot_run():
+    with pytest.raises(InputError) as e:
+        live.run_live(load_scenario("rmcat-5.6", ["duration_s=2"]))
+    assert e.value.field == "flows" and "one media flow" in e.value.message
+    with pytest.raises(InputError):
+        live.run_live(load_scenario("rmcat-5.1"), feedback="quic")
+    with pytest.raises(InputError):
+        live.link_document(None, None, 0.0, None, None, 0.0)
+
+
+def test_send_through_emulator_to_receiver(core):
+    """Three separate components, as on three hosts: sender → emulator → receiver."""
+    results: dict[str, dict] = {}
+    emu_opts = {"link": live.link_document(None, 800.0, 0.0, 200.0, None, 0.0), "forward_delay_ms": 20.0,
+                "reverse_delay_ms": 20.0, "duration_s": 6.0}
+    recv_t = threading.Thread(target=lambda: results.__setitem__("recv", live.recv(
+        "127.0.0.1:47914", live.flow_document("gcc"), {"first_packet_timeout_s": 10, "silence_timeout_s": 3}, "127.0.0.1:47916")))
+    emu_t = threading.Thread(target=lambda: results.__setitem__("emu", live.emulate("127.0.0.1:47916", "127.0.0.1:47914", emu_opts)))
+    recv_t.start()
+    emu_t.start()
+    sent = live.send("127.0.0.1:47916", live.flow_document("gcc"), {"duration_s": 3.0}, "127.0.0.1:0")
+    recv_t.join(20)
+    emu_t.join(20)
+    rx, emu = results["recv"], results["emu"]
+    assert sent["end_reason"] == "duration" and sent["feedback_packets"] > 10
+    assert rx["end_reason"] == "bye" and rx["packets_received"] >= sent["packets_sent"] - 5
+    assert emu["forward"]["arrived_packets"] >= sent["packets_sent"]
+    assert emu["reverse"]["delivered_packets"] >= rx["feedback_packets"] - 2
+    # OWD: 20 ms of emulated propagation plus queueing/transmission at 800 kbit/s
+    assert 20 < rx["owd_ms_mean"] < 150
+
+
+def test_cli_errors_are_one_line(cli, core):
+    r = cli("emulate", "--listen", "127.0.0.1:0", "--forward", "127.0.0.1:9")
+    assert r.returncode == 2 and r.stderr.strip().startswith("error: ") and "--trace" in r.stderr
+    r = cli("live", "send", "--to", "127.0.0.1:9", "--timeout", "0.5", "--duration", "3")
+    assert r.returncode == 2 and "no feedback from 127.0.0.1:9" in r.stderr
+    r = cli("live", "run", "rmcat-5.6")
+    assert r.returncode == 2 and "flows: live mode runs exactly one media flow" in r.stderr

@@ -1,0 +1,106 @@
+"""R3Net model export (issue 5): the single-step ONNX model matches PyTorch step by step in
+onnxruntime and in ratelab's own Rust runtime (the one the ``r3net`` controller uses), on an
+episode recorded from the environment. Needs the ``rl`` extra; run with ``pytest -m rl``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.rl
+torch = pytest.importorskip("torch")
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+_core = pytest.importorskip("ratelab._core")
+
+from ratelab.rl.env import BandwidthEstimationEnv  # noqa: E402
+from ratelab.rl.model import R3Net, export_onnx  # noqa: E402
+
+SHIPPED = Path(__file__).resolve().parents[2] / "python" / "ratelab" / "models" / "r3net.onnx"
+
+
+def _record_episode(net: R3Net, steps: int = 200) -> np.ndarray:
+    """Observations of one episode driven by the network's own (mean) actions."""
+    env = BandwidthEstimationEnv(config={"duration_s": steps * 0.05}, traces="test")
+    obs, _ = env.reset(seed=4)
+    h = net.initial_state(1)
+    seen = [obs]
+    for _ in range(steps - 1):
+        a, _v, h2 = net.step_numpy(obs[None], h.numpy())
+        h = torch.as_tensor(h2)
+        obs, *_ = env.step(np.array([a], np.float32))
+        seen.append(obs)
+    return np.array(seen, np.float32)
+
+
+def _torch_steps(net, obs):
+    h = np.zeros((1, 1, net.hidden), np.float32)
+    out = []
+    for o in obs:
+        a, v, h = net.step_numpy(o[None], h)
+        out.append((a, v, h))
+    return out
+
+
+@pytest.fixture(scope="module")
+def net():
+    torch.manual_seed(3)
+    n = R3Net(init_action=None)  # untrained, unsquashed head: outputs vary with the input
+    with torch.no_grad():
+        for p in n.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return n
+
+
+def test_onnx_matches_torch_step_by_step(net, tmp_path):
+    path = export_onnx(net, tmp_path / "m.onnx")
+    obs = _record_episode(net)
+    sess = ort.InferenceSession(str(path))
+    assert [i.name for i in sess.get_inputs()] == ["obs", "h"]
+    h = np.zeros((1, 1, net.hidden), np.float32)
+    ref = _torch_steps(net, obs)
+    spread = []
+    for o, (a_t, v_t, h_t) in zip(obs, ref):
+        a, v, s, h = sess.run(None, {"obs": o[None], "h": h})
+        assert s[0, 0] == pytest.approx(float(net.std().detach()), rel=1e-6)
+        assert a[0, 0] == pytest.approx(a_t, abs=1e-5)
+        assert v[0, 0] == pytest.approx(v_t, abs=1e-5)
+        np.testing.assert_allclose(h, h_t, atol=1e-5)
+        spread.append(a_t)
+    assert np.ptp(spread) > 1e-3, "the recorded episode exercises the network"
+
+
+def test_rust_runtime_matches_torch(net, tmp_path):
+    path = export_onnx(net, tmp_path / "m.onnx")
+    obs = _record_episode(net)
+    rust = _core.r3net_policy_steps(str(path), obs)
+    ref = np.array([a for a, _, _ in _torch_steps(net, obs)])
+    np.testing.assert_allclose(rust, ref, atol=1e-5)
+
+
+def test_shipped_model_same_in_rust_and_onnxruntime():
+    assert SHIPPED.exists() and SHIPPED.stat().st_size < 1_000_000
+    rng = np.random.default_rng(0)
+    obs = np.abs(rng.normal(size=(100, 4))).astype(np.float32) * np.array([2, 3, 0.05, 2], np.float32)
+    sess = ort.InferenceSession(str(SHIPPED))
+    h = np.zeros((1, 1, 64), np.float32)
+    want = []
+    for o in obs:
+        a, *_, h = sess.run(None, {"obs": o[None], "h": h})
+        want.append(a[0, 0])
+    np.testing.assert_allclose(_core.r3net_policy_steps(str(SHIPPED), obs), want, atol=1e-5)
+
+
+def test_sequence_forward_resets_state_at_episode_starts(net):
+    """Training replays chunks that may cross an episode boundary: the GRU state is zeroed there."""
+    obs = torch.rand(10, 2, 4)
+    starts = torch.zeros(10, 2)
+    starts[6, 1] = 1
+    h0 = torch.rand(1, 2, net.hidden)
+    mu, v, _ = net(obs, h0, starts)
+    mu_b, v_b, _ = net(obs[6:, 1:2], torch.zeros(1, 1, net.hidden))
+    torch.testing.assert_close(mu[6:, 1:2], mu_b)
+    mu_a, _, _ = net(obs[:, :1], h0[:, :1])
+    torch.testing.assert_close(mu[:, :1], mu_a)
