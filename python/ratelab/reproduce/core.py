@@ -462,6 +462,24 @@ def _seed_list(seeds: Sequence[int]) -> str:
 # --- scenario helpers --------------------------------------------------------------------------
 
 
+def defaults_text(controller: str) -> str:
+    """``key = value`` list of a controller's default parameters as the core reports them (what ran)."""
+    from ..native import core
+
+    for c in core().controllers():
+        if c["name"] == controller:
+            return ", ".join(f"`{k}` = {_literal(v)}" for k, v in sorted((c.get("defaults") or {}).items()))
+    return "(unknown controller)"
+
+
+def _literal(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "unset"
+    return f'"{v}"' if isinstance(v, str) else repr(v)
+
+
 def scenario(name: str, duration_s: float, link: dict[str, Any], flows: list[dict[str, Any]],
              description: str = "", series_interval_ms: float = 25.0) -> dict[str, Any]:
     doc: dict[str, Any] = {"name": name, "duration_s": duration_s, "link": link, "flows": flows,

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from . import plotting as P
-from .core import Job, PaperSpec, ReportContext, Results, RunData, Stat, scenario
+from .core import Job, PaperSpec, ReportContext, Results, RunData, Stat, defaults_text, scenario
 
 NAME = "dcrc"
 TITLE = "Reproduction: DCRC — delay-constrained rate control for real-time video (paper 003)"
@@ -440,7 +440,9 @@ def _differences(ctx: ReportContext) -> None:
         "Settings the paper leaves open and our choices (docs/controllers/dcrc.md): ω = 500 kbit/s² (spec 9.3's "
         "rule for a 1 Mbit/s link), p(0) = 0.5/ΔT, price bounds [ω/R_max, 1.5/ΔT], PI integral time 0.5 "
         "settling times; q measured as one-way delay minus its minimum, averaged per ΔT = 1 s; drop-tail "
-        "queue of 1 s; media rate limits 50–5000 kbit/s.")
+        "queue of 1 s; media rate limits 50–5000 kbit/s. As run (the core's defaults; unset bounds are derived "
+        f"as above): `dcrc-pi`: {defaults_text('dcrc-pi')}; `tfrc`: {defaults_text('tfrc')}; `aimd`: "
+        f"{defaults_text('aimd')}.")
 
 
 SPEC = PaperSpec(NAME, TITLE, 10, jobs, report)

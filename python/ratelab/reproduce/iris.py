@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import plotting as P
-from .core import Job, PaperSpec, ReportContext, Results, RunData, Stat, scenario
+from .core import Job, PaperSpec, ReportContext, Results, RunData, Stat, defaults_text, scenario
 
 NAME = "iris"
 TITLE = "Reproduction: Iris — statistical-learning congestion control for real-time video (paper 001)"
@@ -723,6 +723,10 @@ def _fig12(res: Results, ctx: ReportContext, pl: dict) -> None:
 
 
 def _left_out(ctx: ReportContext) -> None:
+    ctx.h2("Parameters as run")
+    ctx.text(f"`iris` (the core's defaults): {defaults_text('iris')}; `iris-mid` the same with `target_delay` = "
+             "\"median\". TCP: 1448-byte segments, SACK, initial window 10, CUBIC without HyStart (docs/controllers/"
+             "tcp.md). `vivace`: libwebrtc's constants (docs/controllers/vivace.md).")
     ctx.h2("Not reproduced")
     ctx.text(
         "Table III (intercontinental paths from Beijing) and Figs. 11/13 (China Mobile LTE) ran on real networks; "
