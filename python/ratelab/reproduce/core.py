@@ -120,6 +120,22 @@ class RunData:
         v = self.window(flow, column, t0, t1)
         return float(v.mean()) if len(v) else math.nan
 
+    def rebinned(self, bin_s: float) -> "RunData":
+        """The same run with its series averaged into coarser bins (a whole multiple of the current)."""
+        step = self.t[1] - self.t[0] if len(self.t) > 1 else bin_s
+        k = max(1, int(round(bin_s / step)))
+        n = len(self.t) // k * k
+
+        def avg(v: np.ndarray) -> np.ndarray:
+            w = v[:n].reshape(-1, k)
+            ok = np.isfinite(w)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(ok.any(axis=1), np.where(ok, w, 0.0).sum(axis=1) / ok.sum(axis=1), np.nan)
+
+        flows = {f: {c: avg(v) for c, v in s.items()} for f, s in self.flows.items()}
+        return RunData(self.experiment, self.case, self.variant, self.seed, self.summary, self.t[:n][k - 1::k], flows,
+                       avg(self.capacity_kbps), avg(self.queue_ms), self.wall_s)
+
     def same_numbers(self, other: "RunData") -> bool:
         """Bit-identical results (the wall time aside)."""
         if (self.key, self.seed, self.summary) != (other.key, other.seed, other.summary):
