@@ -219,9 +219,9 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
 
 
 @cli.command()
-@click.argument("paper", type=click.Choice(["lcc", "iris", "dcrc"]))
+@click.argument("paper", type=click.Choice(["lcc", "iris", "dcrc", "cross"]))
 @click.option("--seeds", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Seeds 1..N per experiment.  [default: the paper's own: lcc 10, iris 3, dcrc 10]")
+              help="Seeds 1..N per experiment.  [default: the paper's own: lcc 10, iris 5, dcrc 10, cross 10]")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Simulations run in parallel (worker processes).  [default: all cores]")
 @click.option("--quick", is_flag=True, help="Shorter runs and fewer cases (a smoke test, not the reproduction).")

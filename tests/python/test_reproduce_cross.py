@@ -175,3 +175,11 @@ def test_quick_reproduction_writes_the_report(core, tmp_path):
     rows = [line for line in text.splitlines() if line.startswith("| 1 (3 Mbit/s, 30 ms, 90 ms) |")]
     assert len(rows) == 3 and all(line.count("|") == len(cross.VIA) + 2 for line in rows)
     json.dumps([c.__dict__ for c in out.claims])  # claims are plain data
+
+
+def test_quick_through_the_command(cli, core, tmp_path):
+    r = cli("reproduce", "cross", "--quick", "--seeds", "1", "--jobs", "2", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "cross.md").read_text()
+    assert f"ratelab reproduce cross --seeds 1 --jobs 2 --quick --out {tmp_path}" in text
+    assert "Quick mode" in text and "claims hold" in r.stdout

@@ -1,6 +1,6 @@
 """``ratelab reproduce PAPER``: the experiments of the reference papers as built-in scenario sets.
 
-One module per paper (:mod:`.lcc`, :mod:`.iris`, :mod:`.dcrc`) on a shared core (:mod:`.core`:
+One module per paper (:mod:`.lcc`, :mod:`.iris`, :mod:`.dcrc`, :mod:`.cross`) on a shared core (:mod:`.core`:
 jobs, process pool, mean ± std over seeds, claims, Markdown report).
 """
 
@@ -11,7 +11,7 @@ import importlib
 from .core import Claim, Job, Outcome, PaperSpec, ReportContext, Results, RunData, Stat, reproduce, run_jobs
 
 #: Paper name → module defining ``SPEC``.
-PAPERS = {"lcc": "lcc", "iris": "iris", "dcrc": "dcrc"}
+PAPERS = {"lcc": "lcc", "iris": "iris", "dcrc": "dcrc", "cross": "cross"}
 
 
 def paper(name: str) -> PaperSpec:

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import plotting as P
-from .core import Job, PaperSpec, ReportContext, Results, RunData, Stat, md_table
+from .core import Job, PaperSpec, ReportContext, Results, RunData, Stat, defaults_text, md_table
 from ..scenario import load_scenario
 
 NAME = "cross"
@@ -298,6 +298,7 @@ def report(res: Results, ctx: ReportContext) -> str:
     _table2(res, ctx)
     _differences(res, ctx)
     _settings(ctx)
+    _params(ctx)
     sched = f"0–{300 * s:g} / {35 * s:g}–{200 * s:g} / {80 * s:g}–{300 * s:g} s"
     return (
         "Paper: Zhang, Yang, *Cross: a delay-based congestion control method for RTP media* "
@@ -873,6 +874,16 @@ def _settings(ctx: ReportContext) -> None:
         "every received packet. Fairness numbers use received rates in 1 s bins; the rate plots show the target rate "
         "as the paper's figures do.",
     )
+
+
+def _params(ctx: ReportContext) -> None:
+    ctx.h2("Parameters as run")
+    lines = []
+    for c in VIA:
+        extra = f" with {', '.join(f'`{k}` = {v!r}' for k, v in PARAMS[c].items())}" if c in PARAMS else ""
+        lines.append(f"- **{LABEL[c]}** (`{c}`{extra}; the core's defaults): {defaults_text(c)}")
+    ctx.text("<details><summary>Every controller's parameters (the registry defaults, read from the core)</summary>",
+             "\n".join(lines), "</details>")
 
 
 SPEC = PaperSpec(NAME, TITLE, 10, jobs, report)
