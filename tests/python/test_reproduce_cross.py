@@ -71,6 +71,8 @@ def test_full_job_set():
     assert all(f["params"] == {"profile": "m84"} for f in gcc.scenario["flows"])
     rb = next(j for j in via if j.variant == "rbbr" and j.case == "case 7")
     assert all(f["controller"] == "rbbr" and "params" not in f for f in rb.scenario["flows"])
+    copa = next(j for j in via if j.variant == "copa" and j.case == "case 1")
+    assert all(f["params"] == {"mss_bytes": 1500.0} for f in copa.scenario["flows"])  # the harness's packets
     assert all(j.duration_s == 300 for j in via)
     vib = [j for j in jobs if j.experiment == "VI-B"]
     assert {j.case for j in vib} == {"0 %", "2 %", "4 %", "6 %", "8 %", "10 %"}
