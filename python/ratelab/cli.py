@@ -104,24 +104,6 @@ def train_r3net(args: tuple[str, ...]) -> None:
         raise click.exceptions.Exit(rc)
 
 
-@cli.group(context_settings=CONTEXT)
-def reproduce() -> None:
-    """Reproduce a paper's headline table with ratelab's controllers."""
-
-
-@reproduce.command("r3net")
-@click.option("--duration", type=float, default=120.0, show_default=True, help="Seconds per run.")
-@seed_option
-@click.option("--model", type=click.Path(dir_okay=False, exists=True), default=None, help="ONNX model for r3net (default: shipped).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the Markdown table here.")
-def reproduce_r3net(duration: float, seed: int, model: str | None, out: Path | None) -> None:
-    """Paper 004 Table 1 metrics over the held-out test traces: r3net beside every other controller."""
-    from .rl import reproduce as rep
-
-    args = ["--duration", str(duration), "--seed", str(seed)] + (["--model", model] if model else []) + (["--out", str(out)] if out else [])
-    rep.main(args)
-
-
 @cli.command("list")
 def list_cmd() -> None:
     """List controllers and built-in scenarios, one per line."""
@@ -219,7 +201,7 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
 
 
 @cli.command()
-@click.argument("paper", type=click.Choice(["lcc", "iris", "dcrc", "cross"]))
+@click.argument("paper", type=click.Choice(["lcc", "iris", "dcrc", "cross", "r3net"]))
 @click.option("--seeds", type=click.IntRange(min=1), default=None, metavar="N",
               help="Seeds 1..N per experiment.  [default: the paper's own: lcc 10, iris 5, dcrc 10, cross 10]")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
@@ -227,8 +209,18 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
 @click.option("--quick", is_flag=True, help="Shorter runs and fewer cases (a smoke test, not the reproduction).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("docs/reproductions"),
               show_default=True, help="Folder for <paper>.md and its figures <paper>/*.png.")
-def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out: Path) -> None:
+@click.option("--duration", type=float, default=120.0, show_default=True, help="r3net only: seconds per trace run.")
+@click.option("--model", type=click.Path(dir_okay=False, exists=True), default=None, help="r3net only: ONNX model (default: shipped).")
+def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out: Path, duration: float, model: str | None) -> None:
     """Run PAPER's experiments (several seeds, in parallel) and write <out>/PAPER.md: paper vs ours, claim by claim."""
+    if paper == "r3net":
+        # Paper 004 Table 1 over the held-out test traces (ratelab.rl.reproduce; needs no torch).
+        from .rl import reproduce as rep
+
+        out.mkdir(parents=True, exist_ok=True)
+        args = ["--duration", str(30.0 if quick else duration), "--seed", str(seeds or 1), "--out", str(out / "r3net.md")]
+        rep.main(args + (["--model", model] if model else []))
+        return
     from .reproduce import paper as paper_spec, reproduce as run_reproduction
 
     spec = paper_spec(paper)
