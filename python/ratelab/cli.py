@@ -1,4 +1,4 @@
-"""The ``ratelab`` command line: run, list, bench, demo, live, emulate.
+"""The ``ratelab`` command line: run, list, bench, demo, reproduce, sweep, leaderboard, query, live, emulate.
 
 Exit codes: 0 ok, 1 interrupted (Ctrl-C), 2 bad input. Bad input of any kind is reported as one
 line ``error: <file>: <field>: <what is wrong>`` on stderr, never as a traceback.
@@ -216,6 +216,38 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
             _finish(done, report, title="ratelab demo (interrupted)")
         raise
     _finish(done, report, title="ratelab demo")
+
+
+@cli.command()
+@click.argument("paper", type=click.Choice(["lcc", "iris", "dcrc"]))
+@click.option("--seeds", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Seeds 1..N per experiment.  [default: the paper's own: lcc 10, iris 3, dcrc 10]")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Simulations run in parallel (worker processes).  [default: all cores]")
+@click.option("--quick", is_flag=True, help="Shorter runs and fewer cases (a smoke test, not the reproduction).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("docs/reproductions"),
+              show_default=True, help="Folder for <paper>.md and its figures <paper>/*.png.")
+def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out: Path) -> None:
+    """Run PAPER's experiments (several seeds, in parallel) and write <out>/PAPER.md: paper vs ours, claim by claim."""
+    from .reproduce import paper as paper_spec, reproduce as run_reproduction
+
+    spec = paper_spec(paper)
+    n_seeds = seeds or spec.default_seeds
+    from .engines import default_workers
+
+    n_jobs = jobs or default_workers()
+    command = f"ratelab reproduce {paper} --seeds {n_seeds} --jobs {n_jobs}" + (" --quick" if quick else "")
+    if out != Path("docs/reproductions"):
+        command += f" --out {out}"
+    outcome = run_reproduction(spec, list(range(1, n_seeds + 1)), n_jobs, quick, out, command, progress=True)
+    checked = [c for c in outcome.claims if c.holds is not None]
+    console = _console()
+    console.print(f"{paper}: {sum(1 for c in checked if c.holds)} of {len(checked)} claims hold "
+                  f"({outcome.runs} simulations, {outcome.wall_s:.0f} s)", highlight=False)
+    for c in checked:
+        mark = "holds" if c.holds else "DOES NOT HOLD"
+        console.print(f"  [{mark}] {c.section}: {c.what}", highlight=False, soft_wrap=True, markup=False)
+    console.print(f"report:  {outcome.path}", highlight=False, soft_wrap=True)
 
 
 @cli.command()

@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use ratelab_core::scenario::Scenario;
-use ratelab_core::sim::{build_simulation, Simulation as CoreSim};
+use ratelab_core::sim::{build_simulation_with, Simulation as CoreSim};
 use ratelab_core::{ConfigError, Time};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -24,6 +24,11 @@ fn config_err(py: Python<'_>, e: ConfigError) -> PyErr {
     let _ = v.setattr("field", e.field.clone());
     let _ = v.setattr("message", e.message.clone());
     err
+}
+
+/// The binding is the I/O layer: controllers that name files (ONNX models) read them here.
+fn file_reader() -> ratelab_core::controllers::FileReader {
+    std::sync::Arc::new(|path: &str| std::fs::read(path).map_err(|e| e.to_string()))
 }
 
 fn panic_err(what: &str) -> PyErr { PyRuntimeError::new_err(format!("internal error in ratelab core during {what} (please report)")) }
@@ -95,7 +100,7 @@ fn controllers(py: Python<'_>) -> PyResult<Vec<PyObject>> {
 #[pyo3(signature = (scenario_json, controller=None))]
 fn validate_scenario(py: Python<'_>, scenario_json: &str, controller: Option<&str>) -> PyResult<()> {
     let sc = load_scenario(py, scenario_json)?;
-    guarded("scenario validation", || build_simulation(&sc, 1, controller).map(|_| ()))?.map_err(|e| config_err(py, e))
+    guarded("scenario validation", || build_simulation_with(&sc, 1, controller, Some(file_reader())).map(|_| ()))?.map_err(|e| config_err(py, e))
 }
 
 #[pyclass(module = "ratelab._core")]
@@ -109,7 +114,7 @@ impl Simulation {
     #[pyo3(signature = (scenario_json, seed=1, controller=None))]
     fn new(py: Python<'_>, scenario_json: &str, seed: u64, controller: Option<&str>) -> PyResult<Self> {
         let sc = load_scenario(py, scenario_json)?;
-        let inner = guarded("scenario build", || build_simulation(&sc, seed, controller))?.map_err(|e| config_err(py, e))?;
+        let inner = guarded("scenario build", || build_simulation_with(&sc, seed, controller, Some(file_reader())))?.map_err(|e| config_err(py, e))?;
         Ok(Simulation { inner })
     }
 

@@ -17,6 +17,8 @@ pub mod cross;
 pub mod dcrc;
 pub mod fixed;
 pub mod gcc;
+pub mod iris;
+pub mod lcc;
 pub mod nada;
 pub mod oracle;
 pub mod r3net;
@@ -34,10 +36,16 @@ pub struct BuildContext {
     /// Ground truth for reference controllers (`oracle`): this flow's fair share of the
     /// bottleneck at time t. Real controllers must not use it.
     pub fair_share: Option<Arc<dyn Fn(Time) -> Bitrate + Send + Sync>>,
+    /// File access injected by the driver (the core itself does no I/O): reads a file a
+    /// parameter names, e.g. an ONNX model. `None`: such parameters are an error.
+    pub read_file: Option<FileReader>,
 }
 
+/// Reads a whole file by path; the error is a message for the user.
+pub type FileReader = Arc<dyn Fn(&str) -> Result<Vec<u8>, String> + Send + Sync>;
+
 impl BuildContext {
-    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None } }
+    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None, read_file: None } }
 }
 
 /// A constructed controller: the sender part, plus a receiver part for receiver-side estimators.
@@ -67,6 +75,24 @@ pub fn registry() -> &'static [Entry] {
             summary: "Google Congestion Control as in current libwebrtc goog_cc (profiles: current, m84, m60)",
             defaults: defaults_of::<gcc::GccConfig>,
             build: |p, cx| Ok(Built::sender(gcc::Gcc::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "lcc",
+            summary: "LCC (paper 000): weighted KDE of (rate, OWD) and Bayesian choice E[S | D = T_c] toward min OWD + 25 ms",
+            defaults: defaults_of::<lcc::LccConfig>,
+            build: |p, _| Ok(Built::sender(lcc::Lcc::new(parse_params(p)?)?)),
+        },
+        Entry {
+            name: "iris",
+            summary: "Iris (paper 001): queue-load target x·(rtt − T) = B, tanh RTT step, x = r + d/k with k by regression; T = min RTT",
+            defaults: defaults_of::<iris::IrisConfig>,
+            build: |p, _| Ok(Built::sender(iris::Iris::new(parse_params(p)?)?)),
+        },
+        Entry {
+            name: "iris-mid",
+            summary: "Iris-mid (paper 001 VI-B4): Iris with the median RTT of the window as target delay T",
+            defaults: || serde_json::to_value(iris::IrisConfig::mid()).unwrap_or(serde_json::Value::Null),
+            build: |p, _| Ok(Built::sender(iris::Iris::new(iris_mid_params(p)?)?)),
         },
         Entry {
             name: "bbr-webrtc",
@@ -159,7 +185,7 @@ pub fn registry() -> &'static [Entry] {
             name: "r3net",
             summary: "R3Net: receiver-side RL estimator (GRU policy, ONNX model run in Rust) every 50 ms, REMB-like feedback",
             defaults: defaults_of::<r3net::R3NetConfig>,
-            build: |p, cx| r3net::build(parse_params(p)?, cx.seed),
+            build: |p, cx| r3net::build(parse_params(p)?, cx),
         },
     ];
     ENTRIES
@@ -178,6 +204,15 @@ pub fn build(name: &str, params: &serde_json::Value, cx: &BuildContext) -> Resul
 
 fn defaults_of<T: Default + Serialize>() -> serde_json::Value {
     serde_json::to_value(T::default()).unwrap_or(serde_json::Value::Null)
+}
+
+/// Iris-mid parameters: as Iris, with `target_delay` defaulting to `median`.
+fn iris_mid_params(v: &serde_json::Value) -> Result<iris::IrisConfig, ConfigError> {
+    let mut v = if v.is_null() { serde_json::json!({}) } else { v.clone() };
+    if let Some(o) = v.as_object_mut() {
+        o.entry("target_delay").or_insert_with(|| serde_json::json!("median"));
+    }
+    parse_params(&v)
 }
 
 /// Deserialize typed parameters; missing fields take defaults, unknown ones are errors.

@@ -5,7 +5,7 @@ use super::tcp_flow::{OnOff, TcpFlow};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use super::{Event, Flow, FlowInfo, FlowState, Simulation};
 use crate::controller::Constraints;
-use crate::controllers::{self, BuildContext};
+use crate::controllers::{self, BuildContext, FileReader};
 use crate::error::ConfigError;
 use crate::feedback::generator::{FeedbackGenerator, GeneratorMode};
 use crate::feedback::history::SendHistory;
@@ -142,6 +142,11 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
 
 /// Build a ready-to-run simulation. `controller_override` replaces every media flow's controller.
 pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&str>) -> Result<Simulation, ConfigError> {
+    build_simulation_with(sc, seed, controller_override, None)
+}
+
+/// [`build_simulation`] with a file reader for parameters that name files (ONNX models).
+pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Option<&str>, read_file: Option<FileReader>) -> Result<Simulation, ConfigError> {
     sc.validate()?;
     let end = Time::from_secs_f64(sc.duration_s);
     let capacity = capacity_schedule(&sc.link)?;
@@ -177,6 +182,7 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
         let state = match fc.kind {
             FlowKind::Media => {
                 let mut cx = BuildContext::new(derive_seed(seed, 1000 + id as u64));
+                cx.read_file = read_file.clone();
                 let (cap2, win2) = (capacity.clone(), windows.clone());
                 cx.fair_share = Some(Arc::new(move |t: Time| {
                     let n = win2.iter().filter(|(s, e)| *s <= t && t < *e).count().max(1);

@@ -28,7 +28,7 @@ use crate::transport::tcp::{Ack, Segment};
 use crate::units::Bytes;
 use rand_chacha::ChaCha8Rng;
 
-pub use build::build_simulation;
+pub use build::{build_simulation, build_simulation_with};
 
 /// Static description of a flow.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -190,17 +190,19 @@ impl Controller for RateFollower {
     }
 }
 
-/// Read the model the configuration names (or the shipped one).
-fn model_bytes(cfg: &R3NetConfig) -> Result<std::borrow::Cow<'static, [u8]>, ConfigError> {
+/// The model the configuration names (read through the driver's file reader), or the shipped one.
+fn model_bytes(cfg: &R3NetConfig, cx: &super::BuildContext) -> Result<std::borrow::Cow<'static, [u8]>, ConfigError> {
     if cfg.model.is_empty() { return Ok(std::borrow::Cow::Borrowed(SHIPPED_MODEL)); }
-    std::fs::read(&cfg.model).map(std::borrow::Cow::Owned).map_err(|e| ConfigError::new("model", format!("cannot read '{}': {e}", cfg.model)))
+    let read = cx.read_file.as_ref().ok_or_else(|| ConfigError::new("model", "this driver cannot read model files"))?;
+    read(&cfg.model).map(std::borrow::Cow::Owned).map_err(|e| ConfigError::new("model", format!("cannot read '{}': {e}", cfg.model)))
 }
 
 /// Build both halves (registry entry `r3net`).
-pub fn build(cfg: R3NetConfig, seed: u64) -> Result<super::Built, ConfigError> {
+pub fn build(cfg: R3NetConfig, cx: &super::BuildContext) -> Result<super::Built, ConfigError> {
+    let seed = cx.seed;
     let mapping = Mapping::from_config(&cfg)?;
     if !(cfg.pacing_factor.is_finite() && cfg.pacing_factor >= 1.0) { return Err(ConfigError::new("pacing_factor", "must be ≥ 1")); }
-    let bytes = model_bytes(&cfg)?;
+    let bytes = model_bytes(&cfg, cx)?;
     let policy = R3NetPolicy::load(&bytes).map_err(|e| ConfigError::new("model", format!("{}: {e}", if cfg.model.is_empty() { "shipped model" } else { &cfg.model })))?;
     Ok(super::Built { sender: Box::new(RateFollower::new(cfg.pacing_factor)), receiver: Some(Box::new(R3NetEstimator::new(policy, mapping, cfg.sample.then_some(seed)))) })
 }
