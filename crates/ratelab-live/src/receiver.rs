@@ -154,7 +154,10 @@ impl Receiver {
         let feedback = FeedbackGenerator::new(mode, Duration::from_ms_f64(flow.feedback.interval_ms));
         let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(seed, 1000));
         cx.read_file = Some(net::file_reader());
-        let estimator = controllers::build(&flow.controller, &flow.params, &cx).map_err(|e| e.to_string())?.receiver;
+        // Only a receiver-side estimator matters here. A controller that cannot be built on this
+        // side (the `oracle` needs the emulated capacity) has none; the sender, which builds the
+        // same controller, reports real configuration errors.
+        let estimator = controllers::build(&flow.controller, &flow.params, &cx).map(|b| b.receiver).unwrap_or(None);
         let sock = net::bind(listen).map_err(|e| format!("cannot bind {listen}: {e}"))?;
         Ok(Receiver { sock, peer, clock, opts, feedback, estimator, media: flow.media.clone(), stop })
     }
