@@ -100,6 +100,11 @@ pub fn thread_cpu_us() -> i64 {
     0
 }
 
+/// Controllers that name files (ONNX models) read them through this (the live driver does I/O).
+pub fn file_reader() -> ratelab_core::controllers::FileReader {
+    std::sync::Arc::new(|path: &str| std::fs::read(path).map_err(|e| e.to_string()))
+}
+
 /// Resolve `host:port` to one socket address (first result).
 pub fn resolve(s: &str) -> Result<SocketAddr, String> {
     use std::net::ToSocketAddrs;

@@ -54,6 +54,10 @@ pub struct ReceiverOptions {
     pub base_delay_ms: Option<f64>,
     pub series_interval_ms: f64,
     pub packet_log: bool,
+    /// Delay of the return path (ms), when known (`live run`: the scenario's). Receiver-side
+    /// estimators then get each packet's RTT as OWD + this, as in the simulator; without it they
+    /// get no RTT updates.
+    pub return_delay_ms: Option<f64>,
     /// Count packets in the metrics only up to this clock time (s); later ones still get
     /// feedback and enter the packet log (`live run`: the scenario's end).
     pub count_until_s: Option<f64>,
@@ -63,7 +67,7 @@ impl Default for ReceiverOptions {
     fn default() -> Self {
         ReceiverOptions {
             format: FeedbackFormat::Twcc, ssrc: 0, tw_ext_id: 5, feedback_ssrc: 0x5243_5652, first_packet_timeout_s: 30.0,
-            silence_timeout_s: 5.0, max_duration_s: 0.0, base_delay_ms: None, series_interval_ms: 25.0, packet_log: true, count_until_s: None,
+            silence_timeout_s: 5.0, max_duration_s: 0.0, base_delay_ms: None, series_interval_ms: 25.0, packet_log: true, count_until_s: None, return_delay_ms: None,
         }
     }
 }
@@ -148,8 +152,12 @@ impl Receiver {
     pub fn new(flow: &FlowConfig, opts: ReceiverOptions, listen: SocketAddr, peer: Option<SocketAddr>, clock: LiveClock, seed: u64, stop: StopFlag) -> Result<Receiver, String> {
         let mode = match flow.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
         let feedback = FeedbackGenerator::new(mode, Duration::from_ms_f64(flow.feedback.interval_ms));
-        let estimator = controllers::build(&flow.controller, &flow.params, &BuildContext::new(ratelab_core::sim::build::derive_seed(seed, 1000)))
-            .map(|b| b.receiver).unwrap_or(None);
+        let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(seed, 1000));
+        cx.read_file = Some(net::file_reader());
+        // Only a receiver-side estimator matters here. A controller that cannot be built on this
+        // side (the `oracle` needs the emulated capacity) has none; the sender, which builds the
+        // same controller, reports real configuration errors.
+        let estimator = controllers::build(&flow.controller, &flow.params, &cx).map(|b| b.receiver).unwrap_or(None);
         let sock = net::bind(listen).map_err(|e| format!("cannot bind {listen}: {e}"))?;
         Ok(Receiver { sock, peer, clock, opts, feedback, estimator, media: flow.media.clone(), stop })
     }
@@ -190,6 +198,7 @@ impl Receiver {
         let mut last_rx: Option<Time> = None;
         let mut min_owd = Duration::MAX;
         let base = o.base_delay_ms.map(Duration::from_ms_f64);
+        let ret_delay = o.return_delay_ms.map(Duration::from_ms_f64);
         let count_until = o.count_until_s.map(Time::from_secs_f64);
         let mut last_counted: Option<Time> = None;
         let max_end = (o.max_duration_s > 0.0).then(|| t0 + Duration::from_secs_f64(o.max_duration_s));
@@ -277,6 +286,7 @@ impl Receiver {
                 if o.packet_log { log.seq.push(seq); log.recv.push(now); }
                 if let Some(e) = self.estimator.as_mut() {
                     e.on_packet_received(&ReceivedPacket { seq, size, send_time: send_time.unwrap_or(now), recv_time: now });
+                    if let (Some(ret), Some(_)) = (ret_delay, send_time) { e.on_rtt_update(now, owd + ret); }
                 }
                 if let (Some(r), Some(peer)) = (self.feedback.on_packet(now, seq), self.peer) {
                     send_report(&self.sock, peer, &r, &mut out, &mut twcc, &ccfb, &mut st);

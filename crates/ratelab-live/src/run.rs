@@ -87,7 +87,8 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
     let recv = Receiver::new(&flow, ReceiverOptions {
         format: o.format, first_packet_timeout_s: flow.start_s + 30.0, silence_timeout_s: 10.0,
         max_duration_s: sc.duration_s + o.drain_s + 5.0, base_delay_ms: Some(fwd_delay_ms), series_interval_ms: sc.metrics.series_interval_ms,
-        packet_log: sc.metrics.packet_log, count_until_s: Some(stop_t.as_secs_f64()), ..Default::default()
+        packet_log: sc.metrics.packet_log, count_until_s: Some(stop_t.as_secs_f64()),
+        return_delay_ms: Some(flow.return_delay_ms.unwrap_or(flow.one_way_delay_ms)), ..Default::default()
     }, loopback(), Some(emu_addr), clock, o.seed, inner_stop.clone()).map_err(|e| ConfigError::new("", e))?;
     let recv_addr = recv.local_addr().ok_or_else(|| ConfigError::new("", "receiver socket has no address"))?;
     let send = Sender::new(&flow, SenderOptions {

@@ -128,6 +128,7 @@ impl Sender {
         if !(opts.duration_s.is_finite() && opts.duration_s > 0.0) { return Err(ConfigError::new("duration_s", "must be > 0").to_string()); }
         let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(opts.seed, 1000));
         if let Some(cap) = capacity { cx.fair_share = Some(Arc::new(move |t| cap.rate_at(t))); }
+        cx.read_file = Some(net::file_reader());
         let flow_state = build_media_flow(flow, "flow", &flow.controller, &flow.params, &cx, opts.seed, 0).map_err(|e| e.to_string())?;
         let sock = net::bind(bind).map_err(|e| format!("cannot bind {bind}: {e}"))?;
         Ok(Sender { sock, peer, clock, flow: flow_state, opts, stop })

@@ -152,3 +152,54 @@ fn receiver_survives_hostile_input() {
     write_rtp(&mut v, &RtpHeader { ssrc: 7, ..Default::default() }, &[], &[1, 2, 3], 0).unwrap();
     assert!(ratelab_core::wire::rtp::RtpPacket::parse(&v).unwrap().transport_seq(5).is_none());
 }
+
+/// The sender survives hostile feedback from its peer: garbage, truncated RTCP, TWCC with
+/// random sequence numbers and 65,535 statuses, RFC 8888 for another SSRC, REMB at 2^63 bit/s.
+/// It keeps sending for its whole duration with finite rates.
+#[test]
+fn sender_survives_hostile_feedback() {
+    use ratelab_core::wire::remb::Remb;
+    use ratelab_core::wire::twcc::{Status, TwccFeedback};
+    let peer = net::bind(lo()).unwrap();
+    let opts = SenderOptions { duration_s: 2.0, silence_timeout_s: 5.0, ..Default::default() };
+    let s = Sender::new(&media_flow("gcc"), opts, lo(), peer.local_addr().unwrap(), LiveClock::new(), None, StopFlag::new()).unwrap();
+    let sender_addr = s.local_addr().unwrap();
+    let th = std::thread::spawn(move || s.run("gcc"));
+    let mut seed = 99u64;
+    let mut rnd = || { seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17; seed };
+    let mut buf = [0u8; 2048];
+    let t0 = std::time::Instant::now();
+    let mut i = 0u32;
+    while t0.elapsed() < std::time::Duration::from_millis(1800) {
+        while peer.recv_from(&mut buf).is_ok() {}
+        let mut out = Vec::new();
+        match i % 5 {
+            0 => out = (0..(rnd() % 200) as usize).map(|_| rnd() as u8).collect(),
+            1 => {
+                let fb = TwccFeedback { sender_ssrc: 1, media_ssrc: 0x5241_544C, base_seq: rnd() as u16, reference_time: (rnd() % (1 << 24)) as u32,
+                    fb_pkt_count: i as u8, statuses: (0..(rnd() % 300)).map(|_| if rnd() % 2 == 0 { Status::Small(rnd() as u8) } else { Status::Large(rnd() as i16) }).collect() };
+                fb.write(&mut out).unwrap();
+            }
+            2 => {
+                let fb = TwccFeedback { sender_ssrc: 1, media_ssrc: 0x5241_544C, base_seq: 0, reference_time: 0, fb_pkt_count: 0, statuses: vec![Status::NotReceived; 65_535] };
+                fb.write(&mut out).unwrap();
+            }
+            3 => { Remb { sender_ssrc: 1, bitrate_bps: 1 << 63, ssrcs: vec![0x5241_544C] }.write(&mut out).unwrap(); }
+            _ => {
+                let fb = TwccFeedback { sender_ssrc: 1, media_ssrc: 0x5241_544C, base_seq: 3, reference_time: 5, fb_pkt_count: 0, statuses: vec![Status::Small(4); 40] };
+                fb.write(&mut out).unwrap();
+                out.truncate(out.len() - 7);
+            }
+        }
+        let _ = peer.send_to(&out, sender_addr);
+        i += 1;
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let r = th.join().unwrap();
+    assert_eq!(r.stats.end_reason, "duration");
+    assert!(r.stats.feedback_malformed > 50, "{}", r.stats.feedback_malformed);
+    assert!(r.stats.remb_packets > 50);
+    assert!(r.stats.packets_sent > 20);
+    assert!(r.series.target_kbps.iter().all(|t| t.is_finite() && *t > 0.0));
+    assert!(r.series.pacing_kbps.iter().all(|t| t.is_finite() && *t > 0.0));
+}
