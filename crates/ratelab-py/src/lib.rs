@@ -144,35 +144,10 @@ impl Simulation {
     }
 
     /// Drain the per-packet log: columns as numpy arrays.
-    fn take_packets(&mut self, py: Python<'_>) -> PyResult<PyObject> {
-        let log = self.inner.take_packets();
-        let d = PyDict::new_bound(py);
-        d.set_item("flow", log.flow.into_pyarray_bound(py))?;
-        d.set_item("seq", log.seq.into_pyarray_bound(py))?;
-        d.set_item("size", log.size.into_pyarray_bound(py))?;
-        d.set_item("send_s", log.send_s.into_pyarray_bound(py))?;
-        d.set_item("recv_s", log.recv_s.into_pyarray_bound(py))?;
-        d.set_item("lost", log.lost.into_pyarray_bound(py))?;
-        Ok(d.into_any().unbind())
-    }
+    fn take_packets(&mut self, py: Python<'_>) -> PyResult<PyObject> { live::packets_dict(py, self.inner.take_packets()) }
 
     /// Drain the time series: columns as numpy arrays.
-    fn take_series(&mut self, py: Python<'_>) -> PyResult<PyObject> {
-        let s = self.inner.take_series();
-        let d = PyDict::new_bound(py);
-        d.set_item("t_s", s.t_s.into_pyarray_bound(py))?;
-        d.set_item("flow", s.flow.into_pyarray_bound(py))?;
-        d.set_item("target_kbps", s.target_kbps.into_pyarray_bound(py))?;
-        d.set_item("encoder_kbps", s.encoder_kbps.into_pyarray_bound(py))?;
-        d.set_item("pacing_kbps", s.pacing_kbps.into_pyarray_bound(py))?;
-        d.set_item("send_kbps", s.send_kbps.into_pyarray_bound(py))?;
-        d.set_item("recv_kbps", s.recv_kbps.into_pyarray_bound(py))?;
-        d.set_item("owd_ms", s.owd_ms.into_pyarray_bound(py))?;
-        d.set_item("capacity_kbps", s.capacity_kbps.into_pyarray_bound(py))?;
-        d.set_item("queue_ms", s.queue_ms.into_pyarray_bound(py))?;
-        d.set_item("cwnd_bytes", s.cwnd_bytes.into_pyarray_bound(py))?;
-        Ok(d.into_any().unbind())
-    }
+    fn take_series(&mut self, py: Python<'_>) -> PyResult<PyObject> { live::series_dict(py, self.inner.take_series()) }
 
     /// Run summary (link and per-flow metrics) as a dict.
     fn summary(&self, py: Python<'_>) -> PyResult<PyObject> {

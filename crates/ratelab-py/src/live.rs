@@ -49,7 +49,8 @@ fn format_of(s: &str) -> PyResult<FeedbackFormat> {
 
 fn addr(s: &str) -> PyResult<std::net::SocketAddr> { resolve(s).map_err(PyValueError::new_err) }
 
-fn series_dict(py: Python<'_>, s: SeriesLog) -> PyResult<PyObject> {
+/// Columns of a time-series log as numpy arrays (shared by `Simulation` and the live runs).
+pub(crate) fn series_dict(py: Python<'_>, s: SeriesLog) -> PyResult<PyObject> {
     let d = PyDict::new_bound(py);
     d.set_item("t_s", s.t_s.into_pyarray_bound(py))?;
     d.set_item("flow", s.flow.into_pyarray_bound(py))?;
@@ -65,7 +66,8 @@ fn series_dict(py: Python<'_>, s: SeriesLog) -> PyResult<PyObject> {
     Ok(d.into_any().unbind())
 }
 
-fn packets_dict(py: Python<'_>, log: PacketLog) -> PyResult<PyObject> {
+/// Columns of a packet log as numpy arrays (shared by `Simulation` and the live runs).
+pub(crate) fn packets_dict(py: Python<'_>, log: PacketLog) -> PyResult<PyObject> {
     let d = PyDict::new_bound(py);
     d.set_item("flow", log.flow.into_pyarray_bound(py))?;
     d.set_item("seq", log.seq.into_pyarray_bound(py))?;
