@@ -33,6 +33,8 @@ TRACE_DIR = PACKAGE_DIR / "traces"
 _EXCLUSIVE = {
     ("link",): ({"capacity_kbps", "steps", "trace", "trace_content"},),
     ("link", "queue"): ({"bytes", "packets", "ms"},),
+    ("reverse_link",): ({"capacity_kbps", "steps", "trace", "trace_content"},),
+    ("reverse_link", "queue"): ({"bytes", "packets", "ms"},),
 }
 
 
@@ -94,10 +96,11 @@ class Scenario:
             raise from_core(exc, self.source) from None
 
     def _resolve_trace(self) -> None:
-        link = self.data.get("link")
-        if not isinstance(link, dict) or not isinstance(link.get("trace"), str):
-            return
-        link["trace"] = str(resolve_trace(link["trace"], self.path.parent if self.path else None, self.source))
+        for key in ("link", "reverse_link"):
+            link = self.data.get(key)
+            if isinstance(link, dict) and isinstance(link.get("trace"), str):
+                base = self.path.parent if self.path else None
+                link["trace"] = str(resolve_trace(link["trace"], base, self.source, field=f"{key}.trace"))
 
 
 def builtin_names() -> list[str]:
@@ -144,7 +147,7 @@ def load_scenario(source: str | Path, overrides: Iterable[str] = ()) -> Scenario
     return sc
 
 
-def resolve_trace(trace: str, base: Path | None, source: str) -> Path:
+def resolve_trace(trace: str, base: Path | None, source: str, field: str = "link.trace") -> Path:
     """Absolute path of a trace file named in a scenario, or an :class:`InputError`."""
     p = Path(trace).expanduser()
     if p.is_absolute():
@@ -155,7 +158,7 @@ def resolve_trace(trace: str, base: Path | None, source: str) -> Path:
         if c.is_file():
             return c.resolve()
     where = ", ".join(dict.fromkeys(str(c.parent) for c in candidates))
-    raise InputError(source, "link.trace", f"trace file '{trace}' not found (looked in {where})")
+    raise InputError(source, field, f"trace file '{trace}' not found (looked in {where})")
 
 
 # --- overrides --------------------------------------------------------------------------------

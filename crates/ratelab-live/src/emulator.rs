@@ -136,7 +136,7 @@ enum Ev { LinkDone(usize), Deliver(usize, u64) }
 
 /// Validate a link configuration on its own (errors name `link.<field>`).
 pub fn validate_link(link: &LinkConfig) -> Result<(), String> {
-    let sc = Scenario { name: "emulate".into(), description: String::new(), duration_s: 1.0, link: link.clone(), flows: vec![serde_json::from_value(serde_json::json!({"kind": "media"})).map_err(|e| e.to_string())?], metrics: Default::default() };
+    let sc = Scenario { name: "emulate".into(), description: String::new(), duration_s: 1.0, link: link.clone(), reverse_link: None, flows: vec![serde_json::from_value(serde_json::json!({"kind": "media"})).map_err(|e| e.to_string())?], metrics: Default::default() };
     sc.validate().map_err(|e| e.to_string())
 }
 

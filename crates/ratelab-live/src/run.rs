@@ -63,6 +63,9 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         return Err(ConfigError::new("flows", "live mode runs exactly one media flow (no TCP flows, count = 1)"));
     }
     let fi = media[0];
+    if sc.flows[fi].direction != ratelab_core::scenario::Direction::Forward {
+        return Err(ConfigError::new(format!("flows[{fi}].direction"), "live mode sends its one media flow forward (the reverse_link carries its feedback)"));
+    }
     let mut flow = sc.flows[fi].clone();
     if let Some(c) = &o.controller {
         if *c != flow.controller { flow.controller = c.clone(); flow.params = serde_json::Value::Null; }
@@ -78,7 +81,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
     let emu = Emulator::new(
         EmulatorOptions {
             link: sc.link.clone(), forward_delay_ms: flow.one_way_delay_ms, reverse_delay_ms: flow.return_delay_ms.unwrap_or(flow.one_way_delay_ms),
-            reverse_link: None, duration_s: 0.0, seed: o.seed, client: None, max_held: 100_000, series_interval_ms: sc.metrics.series_interval_ms, capture: o.capture.clone(),
+            reverse_link: sc.reverse_link.clone(), duration_s: 0.0, seed: o.seed, client: None, max_held: 100_000, series_interval_ms: sc.metrics.series_interval_ms, capture: o.capture.clone(),
         },
         loopback(), loopback(), clock, inner_stop.clone(),
     ).map_err(|e| ConfigError::new("link", e))?;
@@ -121,8 +124,14 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
     let dropped = fwd.random_drops + fwd.queue_drops + fwd.overflow_drops;
     let video = m.video.unwrap_or_default();
     let q = fwd.queue_delay_ms;
+    // With a reverse_link the feedback crosses an emulated bottleneck, as in the simulator.
+    let rev = &eres.stats.reverse;
+    let two_way = sc.reverse_link.is_some();
+    let ret_sent = rres.stats.feedback_packets + rres.stats.remb_packets;
+    let ret_lost = rev.random_drops + rev.queue_drops + rev.overflow_drops;
     let flow_summary = FlowSummary {
-        id: 0, label: flow.label.clone().unwrap_or_else(|| "media0".into()), kind: FlowKind::Media, controller: flow.controller.clone(),
+        id: 0, label: flow.label.clone().unwrap_or_else(|| "media0".into()), kind: FlowKind::Media,
+        direction: ratelab_core::scenario::Direction::Forward, controller: flow.controller.clone(),
         start_s: start.as_secs_f64(), stop_s: stop_t.as_secs_f64(),
         throughput_kbps: thr / 1e3,
         utilization: if mean_cap > 0.0 { thr / mean_cap } else { 0.0 },
@@ -136,6 +145,10 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         frames_rendered: Some(video.frames_rendered),
         packets_sent: sres.stats.packets_sent, packets_received: m.packets_received, packets_lost: dropped,
         bytes_sent: sres.stats.bytes_sent, bytes_received: m.bytes_received.get(),
+        return_packets_sent: two_way.then_some(ret_sent),
+        return_packets_lost: two_way.then_some(ret_lost),
+        return_bytes_sent: two_way.then_some(rev.arrived_bytes),
+        return_loss_rate: two_way.then(|| if ret_sent > 0 { ret_lost as f64 / ret_sent as f64 } else { 0.0 }),
     };
     let cap_bits = cap.mean_over(Time::ZERO, end).bps_f64() * end.as_secs_f64();
     let summary = RunSummary {
@@ -148,6 +161,22 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
             capacity_kbps_mean: cap.mean_over(Time::ZERO, end).kbps_f64(),
             queue_drops: fwd.queue_drops,
             random_drops: fwd.random_drops,
+            control_kbps_mean: 0.0,
+        },
+        reverse_link: match &sc.reverse_link {
+            Some(l) => {
+                let rcap = ratelab_core::sim::build::capacity_schedule(l)?;
+                Some(LinkSummary {
+                    utilization: 0.0,
+                    jain_index: 1.0,
+                    loss_rate: if rev.arrived_packets > 0 { ret_lost as f64 / rev.arrived_packets as f64 } else { 0.0 },
+                    capacity_kbps_mean: rcap.mean_over(Time::ZERO, end).kbps_f64(),
+                    queue_drops: rev.queue_drops,
+                    random_drops: rev.random_drops,
+                    control_kbps_mean: if end > Time::ZERO { rev.delivered_bytes as f64 * 8.0 / end.as_secs_f64() / 1e3 } else { 0.0 },
+                })
+            }
+            None => None,
         },
         flows: vec![flow_summary],
     };

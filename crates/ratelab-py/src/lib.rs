@@ -42,6 +42,7 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> PyResult<T> {
 fn load_scenario(py: Python<'_>, json: &str) -> PyResult<Scenario> {
     let mut sc = guarded("scenario parsing", || Scenario::from_json(json))?.map_err(|e| config_err(py, e))?;
     read_trace(py, &mut sc.link)?;
+    if let Some(r) = sc.reverse_link.as_mut() { read_trace(py, r)?; }
     Ok(sc)
 }
 

@@ -19,7 +19,8 @@ pub struct SendHistory {
     entries: VecDeque<(SentPacket, State)>,
     next_seq: u64,
     in_flight: Bytes,
-    /// Sequence numbers below this were already checked by [`SendHistory::expire`].
+    /// Sequence numbers below this were already released by [`SendHistory::expire`] or by a
+    /// report that started above them.
     expired_upto: u64,
 }
 
@@ -61,6 +62,20 @@ impl SendHistory {
         released
     }
 
+    /// Reports cover consecutive ranges, so a report starting at `seq` means everything below
+    /// was covered by earlier reports; packets still in flight there had their report lost (a
+    /// congested or lossy return path). Release their bytes from in-flight without reporting
+    /// them as lost, as libwebrtc's TransportFeedbackAdapter does for everything up to the
+    /// newest acknowledged sequence number; a late report may still acknowledge them.
+    fn release_before(&mut self, seq: u64) {
+        let from = self.expired_upto.saturating_sub(self.base) as usize;
+        for (sp, st) in self.entries.iter_mut().skip(from) {
+            if sp.seq >= seq { break; }
+            if *st == State::InFlight { *st = State::Lost; self.in_flight -= sp.size; }
+            self.expired_upto = sp.seq + 1;
+        }
+    }
+
     fn prune(&mut self, now: Time) {
         while let Some((sp, st)) = self.entries.front() {
             if *st != State::InFlight && now - sp.send_time > KEEP { self.entries.pop_front(); self.base += 1; } else { break; }
@@ -74,6 +89,7 @@ impl SendHistory {
     /// Apply a report that reached the sender at `now`.
     pub fn on_report(&mut self, now: Time, report: &FeedbackReport, include_report_time: bool) -> TransportFeedback {
         let prior = self.in_flight;
+        self.release_before(report.base_seq);
         let mut packets = Vec::with_capacity(report.arrivals.len());
         for (i, arrival) in report.arrivals.iter().enumerate() {
             let seq = report.base_seq + i as u64;
@@ -120,6 +136,24 @@ mod tests {
         assert_eq!(fb2.packets.iter().map(|p| p.sent.seq).collect::<Vec<_>>(), vec![1, 3]);
         assert_eq!(fb2.data_in_flight, Bytes::ZERO);
         assert_eq!(fb2.report_time, Some(Time::from_ms(120)));
+    }
+
+    /// A lost report: the next report starts above packets 0–1, so their bytes leave in-flight
+    /// (not reported lost); a late report of packet 0 still acknowledges it.
+    #[test]
+    fn a_report_starting_above_in_flight_packets_releases_them() {
+        let mut h = SendHistory::new();
+        for i in 0..4 { h.on_sent(Time::from_ms(i), Bytes::new(1000), None, false); }
+        let r = FeedbackReport { report_time: Time::from_ms(60), base_seq: 2, arrivals: vec![Some(Time::from_ms(50)), None] };
+        let fb = h.on_report(Time::from_ms(110), &r, false);
+        assert_eq!(fb.prior_in_flight, Bytes::new(4000));
+        assert_eq!(fb.packets.iter().map(|p| p.sent.seq).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(fb.lost().count(), 1, "only packet 3 is reported lost");
+        assert_eq!(h.in_flight(), Bytes::ZERO);
+        let late = FeedbackReport { report_time: Time::from_ms(120), base_seq: 0, arrivals: vec![Some(Time::from_ms(40))] };
+        let fb = h.on_report(Time::from_ms(170), &late, false);
+        assert_eq!(fb.packets.len(), 1);
+        assert_eq!(h.in_flight(), Bytes::ZERO);
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct FlowMetrics {
     /// Bytes received per whole second of simulated time.
     pub goodput_bins: Vec<i64>,
     pub video: Option<VideoStats>,
+    /// Feedback / ACK packets this flow's receiver sent over a congested return path
+    /// (`reverse_link`); `None` when the return path is an uncongested delay.
+    pub return_path: Option<ReturnPathCounters>,
     pub start: Time,
     pub stop: Time,
     // accumulators for the current time-series interval
@@ -39,7 +42,7 @@ impl FlowMetrics {
     pub fn new(start: Time, stop: Time) -> Self {
         FlowMetrics {
             packets_sent: 0, bytes_sent: Bytes::ZERO, packets_received: 0, bytes_received: Bytes::ZERO, packets_lost: 0, bytes_lost: Bytes::ZERO,
-            owd: delay_histogram(), queue: delay_histogram(), owd_sum_us: 0, queue_sum_us: 0, goodput_bins: Vec::new(), video: None,
+            owd: delay_histogram(), queue: delay_histogram(), owd_sum_us: 0, queue_sum_us: 0, goodput_bins: Vec::new(), video: None, return_path: None,
             start, stop, iv_sent: Bytes::ZERO, iv_recv: Bytes::ZERO, iv_owd_sum_us: 0, iv_owd_n: 0,
         }
     }
@@ -89,6 +92,18 @@ impl FlowMetrics {
     }
     /// Active duration of the flow within [0, end].
     pub fn active(&self, end: Time) -> Duration { (self.stop.min(end) - self.start).max(Duration::ZERO) }
+}
+
+/// Receiver → sender packets of one flow on a congested return path. Conservation:
+/// `packets_sent = packets_delivered + packets_lost + (in the network)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReturnPathCounters {
+    pub packets_sent: u64,
+    pub bytes_sent: i64,
+    pub packets_delivered: u64,
+    pub bytes_delivered: i64,
+    pub packets_lost: u64,
+    pub bytes_lost: i64,
 }
 
 /// Jain's fairness index of a set of rates (1 = perfectly fair).

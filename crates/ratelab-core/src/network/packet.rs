@@ -10,6 +10,9 @@ pub enum Payload {
     Padding,
     /// A TCP data segment.
     Tcp { seq: u64, len: u32, retransmit: bool },
+    /// A receiver → sender message (feedback, REMB, TCP ACK) crossing a congested return path;
+    /// `id` keys its content in the simulator (sim/control.rs), so packets stay `Copy`.
+    Control { id: u64 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -15,6 +15,12 @@ pub struct Scenario {
     /// Simulated duration in seconds.
     pub duration_s: f64,
     pub link: LinkConfig,
+    /// A second bottleneck in the other direction (RFC 8867 5.3). When present, everything that
+    /// travels receiver → sender (media feedback, REMB, TCP ACKs) is a packet that queues on it,
+    /// and flows with `direction = "reverse"` send their data over it (their own feedback then
+    /// crosses `link`). Absent: the return path is an uncongested delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_link: Option<LinkConfig>,
     pub flows: Vec<FlowConfig>,
     /// Metrics settings.
     #[serde(default)]
@@ -96,10 +102,30 @@ pub struct GilbertElliottConfig {
 #[serde(rename_all = "lowercase")]
 pub enum FlowKind { Media, Tcp }
 
+/// Which way a flow's data travels: over `link` (forward) or over `reverse_link` (reverse).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    #[default]
+    Forward,
+    Reverse,
+}
+
+impl Direction {
+    /// Index of the link a flow in this direction sends its data over.
+    pub fn index(self) -> usize { self as usize }
+    /// The opposite direction (where this flow's feedback travels).
+    pub fn other(self) -> Direction { match self { Direction::Forward => Direction::Reverse, Direction::Reverse => Direction::Forward } }
+    pub fn name(self) -> &'static str { match self { Direction::Forward => "forward", Direction::Reverse => "reverse" } }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowConfig {
     pub kind: FlowKind,
+    /// `forward` (default): data over `link`; `reverse`: data over `reverse_link`.
+    #[serde(default)]
+    pub direction: Direction,
     /// Controller name (media flows; `ratelab run -c` replaces it).
     #[serde(default = "default_controller")]
     pub controller: String,
@@ -248,59 +274,20 @@ impl Scenario {
 
     /// Range checks that serde cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        fn finite_nonneg(field: &str, v: f64) -> Result<(), ConfigError> {
-            if !v.is_finite() || v < 0.0 { return Err(ConfigError::new(field, format!("must be a finite number ≥ 0, got {v}"))); }
-            Ok(())
-        }
-        fn prob(field: &str, v: f64) -> Result<(), ConfigError> {
-            if !(0.0..=1.0).contains(&v) { return Err(ConfigError::new(field, format!("must be a probability in [0, 1], got {v}"))); }
-            Ok(())
-        }
         if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
             return Err(ConfigError::new("duration_s", format!("must be > 0, got {}", self.duration_s)));
         }
-        let l = &self.link;
-        let n = l.capacity_kbps.is_some() as u8 + l.steps.is_some() as u8 + (l.trace.is_some() || l.trace_content.is_some()) as u8;
-        if n != 1 {
-            return Err(ConfigError::new("link", "give exactly one of capacity_kbps, steps, trace"));
-        }
-        if let Some(c) = l.capacity_kbps { finite_nonneg("link.capacity_kbps", c)?; if c == 0.0 { return Err(ConfigError::new("link.capacity_kbps", "must be > 0")); } }
-        if let Some(steps) = &l.steps {
-            if steps.is_empty() { return Err(ConfigError::new("link.steps", "must not be empty")); }
-            let mut prev = f64::NEG_INFINITY;
-            for (i, (t, c)) in steps.iter().enumerate() {
-                finite_nonneg(&format!("link.steps[{i}]"), *t)?;
-                finite_nonneg(&format!("link.steps[{i}]"), *c)?;
-                if *t <= prev { return Err(ConfigError::new(format!("link.steps[{i}]"), format!("time {t} s is not after the previous step ({prev} s)"))); }
-                prev = *t;
-            }
-        }
-        if !(l.trace_scale.is_finite() && l.trace_scale > 0.0) { return Err(ConfigError::new("link.trace_scale", "must be > 0")); }
-        if !["auto", "csv", "mahimahi", "opennetlab"].contains(&l.trace_format.as_str()) {
-            return Err(ConfigError::new("link.trace_format", format!("unknown format '{}' (auto, csv, mahimahi, opennetlab)", l.trace_format)));
-        }
-        if !(l.mahimahi_bin_ms.is_finite() && l.mahimahi_bin_ms >= 1.0) { return Err(ConfigError::new("link.mahimahi_bin_ms", "must be ≥ 1")); }
-        prob("link.loss", l.loss)?;
-        finite_nonneg("link.loss_start_s", l.loss_start_s)?;
-        finite_nonneg("link.delay_ms", l.delay_ms)?;
-        if let Some(g) = &l.gilbert_elliott {
-            prob("link.gilbert_elliott.p_good_to_bad", g.p_good_to_bad)?;
-            prob("link.gilbert_elliott.p_bad_to_good", g.p_bad_to_good)?;
-            prob("link.gilbert_elliott.loss_good", g.loss_good)?;
-            prob("link.gilbert_elliott.loss_bad", g.loss_bad)?;
-        }
-        let q = &l.queue;
-        let nq = q.bytes.is_some() as u8 + q.packets.is_some() as u8 + q.ms.is_some() as u8;
-        if nq > 1 { return Err(ConfigError::new("link.queue", "give at most one of bytes, packets, ms")); }
-        for (f, v) in [("bytes", q.bytes), ("packets", q.packets), ("ms", q.ms), ("rate_kbps", q.rate_kbps)] {
-            if let Some(v) = v { finite_nonneg(&format!("link.queue.{f}"), v)?; }
-        }
+        validate_link("link", &self.link)?;
+        if let Some(r) = &self.reverse_link { validate_link("reverse_link", r)?; }
         if self.flows.is_empty() { return Err(ConfigError::new("flows", "at least one flow is needed")); }
         for (i, f) in self.flows.iter().enumerate() {
             let p = format!("flows[{i}]");
             finite_nonneg(&format!("{p}.start_s"), f.start_s)?;
             finite_nonneg(&format!("{p}.one_way_delay_ms"), f.one_way_delay_ms)?;
             if let Some(r) = f.return_delay_ms { finite_nonneg(&format!("{p}.return_delay_ms"), r)?; }
+            if f.direction == Direction::Reverse && self.reverse_link.is_none() {
+                return Err(ConfigError::new(format!("{p}.direction"), "\"reverse\" needs a [reverse_link] for the data to cross"));
+            }
             if let Some(s) = f.stop_s {
                 if !(s.is_finite() && s > f.start_s) { return Err(ConfigError::new(format!("{p}.stop_s"), format!("must be after start_s ({}), got {s}", f.start_s))); }
             }
@@ -333,6 +320,59 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+fn finite_nonneg(field: &str, v: f64) -> Result<(), ConfigError> {
+    if !v.is_finite() || v < 0.0 { return Err(ConfigError::new(field, format!("must be a finite number ≥ 0, got {v}"))); }
+    Ok(())
+}
+
+fn prob(field: &str, v: f64) -> Result<(), ConfigError> {
+    if !(0.0..=1.0).contains(&v) { return Err(ConfigError::new(field, format!("must be a probability in [0, 1], got {v}"))); }
+    Ok(())
+}
+
+/// Range checks of one link section (`link` or `reverse_link`); errors name `prefix.field`.
+fn validate_link(prefix: &str, l: &LinkConfig) -> Result<(), ConfigError> {
+    let f = |name: &str| format!("{prefix}.{name}");
+    let n = l.capacity_kbps.is_some() as u8 + l.steps.is_some() as u8 + (l.trace.is_some() || l.trace_content.is_some()) as u8;
+    if n != 1 { return Err(ConfigError::new(prefix, "give exactly one of capacity_kbps, steps, trace")); }
+    if let Some(c) = l.capacity_kbps {
+        finite_nonneg(&f("capacity_kbps"), c)?;
+        if c == 0.0 { return Err(ConfigError::new(f("capacity_kbps"), "must be > 0")); }
+    }
+    if let Some(steps) = &l.steps {
+        if steps.is_empty() { return Err(ConfigError::new(f("steps"), "must not be empty")); }
+        let mut prev = f64::NEG_INFINITY;
+        for (i, (t, c)) in steps.iter().enumerate() {
+            let field = f(&format!("steps[{i}]"));
+            finite_nonneg(&field, *t)?;
+            finite_nonneg(&field, *c)?;
+            if *t <= prev { return Err(ConfigError::new(field, format!("time {t} s is not after the previous step ({prev} s)"))); }
+            prev = *t;
+        }
+    }
+    if !(l.trace_scale.is_finite() && l.trace_scale > 0.0) { return Err(ConfigError::new(f("trace_scale"), "must be > 0")); }
+    if !["auto", "csv", "mahimahi", "opennetlab"].contains(&l.trace_format.as_str()) {
+        return Err(ConfigError::new(f("trace_format"), format!("unknown format '{}' (auto, csv, mahimahi, opennetlab)", l.trace_format)));
+    }
+    if !(l.mahimahi_bin_ms.is_finite() && l.mahimahi_bin_ms >= 1.0) { return Err(ConfigError::new(f("mahimahi_bin_ms"), "must be ≥ 1")); }
+    prob(&f("loss"), l.loss)?;
+    finite_nonneg(&f("loss_start_s"), l.loss_start_s)?;
+    finite_nonneg(&f("delay_ms"), l.delay_ms)?;
+    if let Some(g) = &l.gilbert_elliott {
+        prob(&f("gilbert_elliott.p_good_to_bad"), g.p_good_to_bad)?;
+        prob(&f("gilbert_elliott.p_bad_to_good"), g.p_bad_to_good)?;
+        prob(&f("gilbert_elliott.loss_good"), g.loss_good)?;
+        prob(&f("gilbert_elliott.loss_bad"), g.loss_bad)?;
+    }
+    let q = &l.queue;
+    let nq = q.bytes.is_some() as u8 + q.packets.is_some() as u8 + q.ms.is_some() as u8;
+    if nq > 1 { return Err(ConfigError::new(f("queue"), "give at most one of bytes, packets, ms")); }
+    for (name, v) in [("bytes", q.bytes), ("packets", q.packets), ("ms", q.ms), ("rate_kbps", q.rate_kbps)] {
+        if let Some(v) = v { finite_nonneg(&f(&format!("queue.{name}")), v)?; }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

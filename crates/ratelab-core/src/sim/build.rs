@@ -18,7 +18,8 @@ use crate::network::capacity::CapacitySchedule;
 use crate::network::link::{Link, QueueLimit};
 use crate::network::loss::LossModel;
 use crate::network::trace::{detect_format, parse_mahimahi, parse_trace, Trace, TraceError, TraceFormat};
-use crate::scenario::{FeedbackMode, FlowConfig, FlowKind, LinkConfig, Scenario};
+use crate::metrics::ReturnPathCounters;
+use crate::scenario::{Direction, FeedbackMode, FlowConfig, FlowKind, LinkConfig, Scenario};
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -150,8 +151,13 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
 pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Option<&str>, read_file: Option<FileReader>) -> Result<Simulation, ConfigError> {
     sc.validate()?;
     let end = Time::from_secs_f64(sc.duration_s);
-    let capacity = capacity_schedule(&sc.link)?;
-    let link_delay = Duration::from_ms_f64(sc.link.delay_ms);
+    // Link configurations by direction: [forward, reverse (RFC 8867 5.3)].
+    let link_cfgs: Vec<&LinkConfig> = std::iter::once(&sc.link).chain(sc.reverse_link.as_ref()).collect();
+    let two_way = link_cfgs.len() == 2;
+    let in_reverse = |e: ConfigError, d: usize| if d == 1 { ConfigError::new(e.field.replacen("link", "reverse_link", 1), e.message) } else { e };
+    let mut capacities = Vec::new();
+    for (d, l) in link_cfgs.iter().enumerate() { capacities.push(capacity_schedule(l).map_err(|e| in_reverse(e, d))?); }
+    let link_delays: Vec<Duration> = link_cfgs.iter().map(|l| Duration::from_ms_f64(l.delay_ms)).collect();
 
     // Expand `count` and compute activity windows first: the oracle needs all of them.
     let mut specs = Vec::new();
@@ -162,7 +168,8 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
             specs.push((i, k, start, stop));
         }
     }
-    let windows: Vec<(Time, Time)> = specs.iter().map(|s| (s.2, s.3)).collect();
+    // Activity windows of the flows sharing each direction's link (the oracle's fair share).
+    let windows: Vec<(Direction, Time, Time)> = specs.iter().map(|s| (sc.flows[s.0].direction, s.2, s.3)).collect();
 
     let mut flows = Vec::new();
     for (id, (i, k, start, stop)) in specs.into_iter().enumerate() {
@@ -174,8 +181,11 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
             (Some(l), _) => format!("{l}{k}"),
             (None, _) => format!("{}{}", match fc.kind { FlowKind::Media => "media", FlowKind::Tcp => "tcp" }, id),
         };
-        let fwd = link_delay + Duration::from_ms_f64(fc.one_way_delay_ms);
-        let ret = Duration::from_ms_f64(fc.return_delay_ms.unwrap_or(fc.one_way_delay_ms));
+        let dir = fc.direction;
+        let fwd = link_delays[dir.index()] + Duration::from_ms_f64(fc.one_way_delay_ms);
+        // With a return link, its own delay is part of the return path too.
+        let ret_link_delay = if two_way { link_delays[dir.other().index()] } else { Duration::ZERO };
+        let ret = ret_link_delay + Duration::from_ms_f64(fc.return_delay_ms.unwrap_or(fc.one_way_delay_ms));
         let (controller_name, params) = match controller_override {
             Some(c) if c != fc.controller => (c.to_string(), serde_json::Value::Null),
             _ => (fc.controller.clone(), fc.params.clone()),
@@ -184,9 +194,9 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
             FlowKind::Media => {
                 let mut cx = BuildContext::new(derive_seed(seed, 1000 + id as u64));
                 cx.read_file = read_file.clone();
-                let (cap2, win2) = (capacity.clone(), windows.clone());
+                let (cap2, win2) = (capacities[dir.index()].clone(), windows.clone());
                 cx.fair_share = Some(Arc::new(move |t: Time| {
-                    let n = win2.iter().filter(|(s, e)| *s <= t && t < *e).count().max(1);
+                    let n = win2.iter().filter(|(d, s, e)| *d == dir && *s <= t && t < *e).count().max(1);
                     cap2.rate_at(t) / n as i64
                 }));
                 FlowState::Media(Box::new(build_media_flow(fc, &field, &controller_name, &params, &cx, seed, id as u64)?))
@@ -206,25 +216,34 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
             }
         };
         let info = FlowInfo {
-            id: id32, label, kind: fc.kind, controller: match fc.kind { FlowKind::Media => controller_name, FlowKind::Tcp => tcp_cc_name(&fc.tcp) },
+            id: id32, label, kind: fc.kind, direction: dir, controller: match fc.kind { FlowKind::Media => controller_name, FlowKind::Tcp => tcp_cc_name(&fc.tcp) },
             start_s: start.as_secs_f64(), stop_s: stop.as_secs_f64(), one_way_delay_ms: fwd.as_ms_f64(), return_delay_ms: ret.as_ms_f64(),
         };
-        flows.push(Flow { info, start, stop, fwd_delay: fwd, ret_delay: ret, active: false, metrics: FlowMetrics::new(start, stop), state });
+        let mut metrics = FlowMetrics::new(start, stop);
+        if two_way { metrics.return_path = Some(ReturnPathCounters::default()); }
+        flows.push(Flow { info, start, stop, dir, fwd_delay: fwd, ret_delay: ret, active: false, metrics, state });
     }
 
-    let link = build_link(&sc.link, capacity, end)?;
+    let mut links = Vec::new();
+    for (d, (l, cap)) in link_cfgs.iter().zip(capacities).enumerate() {
+        links.push(build_link(l, cap, end).map_err(|e| in_reverse(e, d))?);
+    }
     let mut sim = Simulation {
         now: Time::ZERO,
         end,
         events: Default::default(),
-        link,
+        links,
         rng: ChaCha8Rng::seed_from_u64(derive_seed(seed, 1)),
         flows,
         packets: PacketLog::default(),
         series: SeriesLog::default(),
         record_packets: sc.metrics.packet_log,
         series_interval: Duration::from_ms_f64(sc.metrics.series_interval_ms),
-        last_queue_delay: Duration::ZERO,
+        last_queue_delay: [Duration::ZERO; 2],
+        control: Default::default(),
+        next_control_id: 0,
+        data_propagating: 0,
+        scratch: Vec::new(),
         events_processed: 0,
         finished: false,
     };

@@ -1,10 +1,13 @@
 //! The deterministic discrete-event simulator: one driver of the controller interface.
 //!
 //! Packets go sender → bottleneck queue → (bottleneck + flow propagation delay) → receiver;
-//! feedback goes receiver → (uncongested return delay) → sender. Every random draw comes from
-//! RNGs seeded from the run seed.
+//! feedback goes receiver → (uncongested return delay) → sender, or, with a `reverse_link`
+//! (RFC 8867 5.3), through a second bottleneck as packets of their wire size. Flows with
+//! `direction = "reverse"` send their data over that second link and get their feedback over
+//! the first. Every random draw comes from RNGs seeded from the run seed.
 
 pub mod build;
+pub mod control;
 pub mod env;
 pub mod events;
 pub mod media_flow;
@@ -19,7 +22,9 @@ use crate::media::pacer::QueuedPacket;
 use crate::metrics::{FlowMetrics, PacketLog, SeriesLog};
 use crate::network::link::{Enqueued, Link};
 use crate::network::packet::{Packet, Payload};
-use crate::scenario::FlowKind;
+use crate::scenario::{Direction, FlowKind};
+use control::ControlMsg;
+use std::collections::HashMap;
 use crate::units::{Bitrate, Duration, Time};
 use events::EventQueue;
 use media_flow::MediaFlow;
@@ -36,6 +41,8 @@ pub struct FlowInfo {
     pub id: u32,
     pub label: String,
     pub kind: FlowKind,
+    /// Which link the flow's data crosses.
+    pub direction: Direction,
     pub controller: String,
     pub start_s: f64,
     pub stop_s: f64,
@@ -52,8 +59,11 @@ pub struct Flow {
     pub info: FlowInfo,
     pub start: Time,
     pub stop: Time,
-    /// Forward delay after the bottleneck (link delay + flow propagation).
+    /// Which link the flow's data crosses (its feedback crosses the other one, if any).
+    pub dir: Direction,
+    /// Data path delay after the bottleneck (link delay + flow propagation).
     pub fwd_delay: Duration,
+    /// Return path delay (after the return link's queue when there is one).
     pub ret_delay: Duration,
     pub active: bool,
     pub metrics: FlowMetrics,
@@ -69,14 +79,14 @@ enum Event {
     ControllerTick(u32),
     FeedbackTimer(u32),
     EstimatorTick(u32),
-    LinkDone,
+    /// The transmission in service on link `Direction` ends.
+    LinkDone(Direction),
     Deliver(Packet),
-    Feedback(u32, Box<FeedbackReport>),
-    RemoteEstimate(u32, Bitrate),
+    /// A receiver → sender message arrives over an uncongested return path.
+    Control(u32, ControlMsg),
     Series,
     TcpSenderTimer(u32),
     TcpReceiverTimer(u32),
-    TcpAck(u32, Ack),
     /// Start the next file of an on/off TCP flow.
     TcpOn(u32),
 }
@@ -85,15 +95,23 @@ pub struct Simulation {
     now: Time,
     end: Time,
     events: EventQueue<Event>,
-    link: Link,
+    /// `links[Direction::index()]`: the forward bottleneck, and the reverse one if configured.
+    links: Vec<Link>,
     rng: ChaCha8Rng,
     pub flows: Vec<Flow>,
     packets: PacketLog,
     series: SeriesLog,
     record_packets: bool,
     series_interval: Duration,
-    /// Queuing delay of the most recent packet to leave the bottleneck.
-    last_queue_delay: Duration,
+    /// Queuing delay of the most recent packet to leave each bottleneck.
+    last_queue_delay: [Duration; 2],
+    /// Content of control packets in the network, keyed by `Payload::Control::id`.
+    control: HashMap<u64, (u32, ControlMsg)>,
+    next_control_id: u64,
+    /// Data packets that left a bottleneck and have not reached their receiver yet.
+    data_propagating: u64,
+    /// Reusable buffer for wire-size computations.
+    scratch: Vec<u8>,
     events_processed: u64,
     finished: bool,
 }
@@ -101,7 +119,10 @@ pub struct Simulation {
 impl Simulation {
     pub fn now(&self) -> Time { self.now }
     pub fn end(&self) -> Time { self.end }
-    pub fn link(&self) -> &Link { &self.link }
+    /// The forward bottleneck.
+    pub fn link(&self) -> &Link { &self.links[0] }
+    /// The reverse bottleneck, if the scenario has one.
+    pub fn reverse_link(&self) -> Option<&Link> { self.links.get(1) }
     pub fn is_finished(&self) -> bool { self.finished }
     pub fn events_processed(&self) -> u64 { self.events_processed }
     pub fn take_packets(&mut self) -> PacketLog { self.packets.take() }
@@ -134,14 +155,12 @@ impl Simulation {
             Event::ControllerTick(f) => self.on_controller_tick(f),
             Event::FeedbackTimer(f) => self.on_feedback_timer(f),
             Event::EstimatorTick(f) => self.on_estimator_tick(f),
-            Event::LinkDone => self.on_link_done(),
+            Event::LinkDone(d) => self.on_link_done(d),
             Event::Deliver(p) => self.on_deliver(p),
-            Event::Feedback(f, r) => self.on_feedback(f, &r),
-            Event::RemoteEstimate(f, r) => self.on_remote_estimate(f, r),
+            Event::Control(f, msg) => self.on_control(f, msg),
             Event::Series => self.on_series(),
             Event::TcpSenderTimer(f) => self.on_tcp_sender_timer(f),
             Event::TcpReceiverTimer(f) => self.on_tcp_receiver_timer(f),
-            Event::TcpAck(f, a) => self.on_tcp_ack(f, a),
             Event::TcpOn(f) => self.on_tcp_on(f),
         }
     }
@@ -246,37 +265,81 @@ impl Simulation {
         self.schedule_pacer(f);
     }
 
+    /// A data packet of its flow enters the flow's bottleneck.
     fn send_into_network(&mut self, pkt: Packet) {
         let now = self.now;
         let flow = &mut self.flows[pkt.flow as usize];
         flow.metrics.on_sent(pkt.size);
-        match self.link.enqueue(now, pkt, &mut self.rng) {
-            Enqueued::Accepted(Some(end)) => self.events.push(end, Event::LinkDone),
+        let dir = flow.dir;
+        match self.links[dir.index()].enqueue(now, pkt, &mut self.rng) {
+            Enqueued::Accepted(Some(end)) => self.events.push(end, Event::LinkDone(dir)),
             Enqueued::Accepted(None) => {}
-            Enqueued::Dropped(_, p) => {
-                flow.metrics.on_lost(p.size);
-                if self.record_packets { self.packets.push(p.flow, p.seq, p.size, p.send_time, None, true); }
-            }
+            Enqueued::Dropped(_, p) => self.on_dropped(p),
         }
     }
 
-    fn on_link_done(&mut self) {
-        let now = self.now;
-        let Some((pkt, next)) = self.link.complete(now) else { return };
-        if let Some(end) = next { self.events.push(end, Event::LinkDone); }
-        self.last_queue_delay = pkt.tx_start - pkt.enqueue_time;
-        if self.link.drop_on_exit(now, &mut self.rng) {
-            self.flows[pkt.flow as usize].metrics.on_lost(pkt.size);
-            if self.record_packets { self.packets.push(pkt.flow, pkt.seq, pkt.size, pkt.send_time, None, true); }
+    /// A packet was dropped at a bottleneck (queue full or random loss).
+    fn on_dropped(&mut self, p: Packet) {
+        let flow = &mut self.flows[p.flow as usize];
+        if let Payload::Control { id } = p.payload {
+            self.control.remove(&id);
+            if let Some(c) = flow.metrics.return_path.as_mut() { c.packets_lost += 1; c.bytes_lost += p.size.get(); }
             return;
         }
-        let delay = self.flows[pkt.flow as usize].fwd_delay;
-        let exit = self.link.exit_time(now);
+        flow.metrics.on_lost(p.size);
+        if self.record_packets { self.packets.push(p.flow, p.seq, p.size, p.send_time, None, true); }
+    }
+
+    /// Send a receiver → sender message of flow `f`: over the other direction's bottleneck when
+    /// the scenario has two, else after the uncongested return delay.
+    fn send_control(&mut self, f: u32, msg: ControlMsg) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        let ret = flow.ret_delay;
+        let Some(counters) = flow.metrics.return_path.as_mut() else {
+            self.events.push(now + ret, Event::Control(f, msg));
+            return;
+        };
+        let size = msg.wire_size(&mut self.scratch);
+        counters.packets_sent += 1;
+        counters.bytes_sent += size.get();
+        let id = self.next_control_id;
+        self.next_control_id += 1;
+        self.control.insert(id, (f, msg));
+        let pkt = Packet { flow: f, seq: id, size, send_time: now, enqueue_time: now, tx_start: now, probe_cluster: None, payload: Payload::Control { id } };
+        let dir = flow.dir.other();
+        match self.links[dir.index()].enqueue(now, pkt, &mut self.rng) {
+            Enqueued::Accepted(Some(end)) => self.events.push(end, Event::LinkDone(dir)),
+            Enqueued::Accepted(None) => {}
+            Enqueued::Dropped(_, p) => self.on_dropped(p),
+        }
+    }
+
+    fn on_link_done(&mut self, dir: Direction) {
+        let now = self.now;
+        let link = &mut self.links[dir.index()];
+        let Some((pkt, next)) = link.complete(now) else { return };
+        if let Some(end) = next { self.events.push(end, Event::LinkDone(dir)); }
+        self.last_queue_delay[dir.index()] = pkt.tx_start - pkt.enqueue_time;
+        if link.drop_on_exit(now, &mut self.rng) {
+            self.on_dropped(pkt);
+            return;
+        }
+        let exit = link.exit_time(now);
+        let flow = &self.flows[pkt.flow as usize];
+        let delay = if matches!(pkt.payload, Payload::Control { .. }) { flow.ret_delay } else { self.data_propagating += 1; flow.fwd_delay };
         self.events.push(exit + delay, Event::Deliver(pkt));
     }
 
     fn on_deliver(&mut self, pkt: Packet) {
         let now = self.now;
+        if let Payload::Control { id } = pkt.payload {
+            let Some((_, msg)) = self.control.remove(&id) else { return };
+            if let Some(c) = self.flows[pkt.flow as usize].metrics.return_path.as_mut() { c.packets_delivered += 1; c.bytes_delivered += pkt.size.get(); }
+            self.on_control(pkt.flow, msg);
+            return;
+        }
+        self.data_propagating -= 1;
         let record = self.record_packets;
         let flow = &mut self.flows[pkt.flow as usize];
         flow.metrics.on_received(now, pkt.size, now - pkt.send_time, pkt.tx_start - pkt.enqueue_time);
@@ -287,7 +350,7 @@ impl Simulation {
             FlowState::Tcp(t) => {
                 let Payload::Tcp { seq, len, retransmit } = pkt.payload else { return };
                 let seg = Segment { seq, len: Bytes::new(len as i64), wire_size: pkt.size, is_retransmit: retransmit, send_time: pkt.send_time };
-                if let Some(ack) = t.receiver.on_segment(now, &seg) { self.events.push(now + ret, Event::TcpAck(pkt.flow, ack)); }
+                if let Some(ack) = t.receiver.on_segment(now, &seg) { self.send_control(pkt.flow, ControlMsg::TcpAck(ack)); }
                 self.schedule_tcp_receiver(pkt.flow);
                 return;
             }
@@ -297,25 +360,34 @@ impl Simulation {
         }
         if let Some(e) = m.estimator.as_mut() {
             e.on_packet_received(&ReceivedPacket { seq: pkt.seq, size: pkt.size, send_time: pkt.send_time, recv_time: now });
-            // The exact RTT this packet would show the sender: its one-way delay plus the return path.
+            // The RTT this packet would show the sender: its one-way delay plus the return
+            // path's propagation (a congested return link's queue is not known here).
             e.on_rtt_update(now, (now - pkt.send_time) + ret);
         }
         if let Some(report) = m.feedback.on_packet(now, pkt.seq) {
-            self.events.push(now + ret, Event::Feedback(pkt.flow, Box::new(report)));
+            self.send_control(pkt.flow, ControlMsg::Feedback(Box::new(report)));
+        }
+    }
+
+    fn on_control(&mut self, f: u32, msg: ControlMsg) {
+        match msg {
+            ControlMsg::Feedback(r) => self.on_feedback(f, &r),
+            ControlMsg::RemoteEstimate(rate) => self.on_remote_estimate(f, rate),
+            ControlMsg::TcpAck(a) => self.on_tcp_ack(f, a),
         }
     }
 
     fn on_feedback_timer(&mut self, f: u32) {
         let now = self.now;
         let flow = &mut self.flows[f as usize];
-        let ret = flow.ret_delay;
         let FlowState::Media(m) = &mut flow.state else { return };
         let interval = m.feedback.interval();
-        if let Some(r) = m.feedback.on_timer(now) { self.events.push(now + ret, Event::Feedback(f, Box::new(r))); }
+        let report = m.feedback.on_timer(now);
         // Keep reporting after the sender stopped, until everything in flight has arrived.
         if flow.active || m.feedback.has_pending() || now < flow.stop + Duration::from_secs(2) {
             self.events.push(now + interval, Event::FeedbackTimer(f));
         }
+        if let Some(r) = report { self.send_control(f, ControlMsg::Feedback(Box::new(r))); }
     }
 
     fn on_feedback(&mut self, f: u32, report: &FeedbackReport) {
@@ -344,22 +416,20 @@ impl Simulation {
         let now = self.now;
         let flow = &mut self.flows[f as usize];
         if !flow.active { return; }
-        let ret = flow.ret_delay;
         let FlowState::Media(m) = &mut flow.state else { return };
         let Some(e) = m.estimator.as_mut() else { return };
         let report = e.on_tick(now);
         let d = e.tick_interval().max(Duration::from_ms(1));
-        if let Some(r) = report { self.events.push(now + ret, Event::RemoteEstimate(f, r)); }
         self.events.push(now + d, Event::EstimatorTick(f));
+        if let Some(r) = report { self.send_control(f, ControlMsg::RemoteEstimate(r)); }
     }
 
     /// Send a receiver-side rate report for media flow `f` now, as a receiver-side estimator
-    /// would: it reaches the sender's controller after the flow's return delay. Used by
+    /// would: it reaches the sender's controller over the flow's return path. Used by
     /// drivers that compute the estimate outside the simulator (the RL environment).
     pub fn push_remote_estimate(&mut self, f: u32, rate: Bitrate) {
-        let Some(flow) = self.flows.get(f as usize) else { return };
-        let at = self.now + flow.ret_delay;
-        self.events.push(at, Event::RemoteEstimate(f, rate));
+        if self.flows.get(f as usize).is_none() { return; }
+        self.send_control(f, ControlMsg::RemoteEstimate(rate));
     }
 
     fn on_remote_estimate(&mut self, f: u32, rate: Bitrate) {
@@ -373,10 +443,10 @@ impl Simulation {
     fn on_series(&mut self) {
         let now = self.now;
         let iv = self.series_interval;
-        let cap = self.link.capacity().rate_at(now).kbps_f64();
-        let qd = self.last_queue_delay.as_ms_f64();
+        let caps: Vec<f64> = self.links.iter().map(|l| l.capacity().rate_at(now).kbps_f64()).collect();
         for flow in &mut self.flows {
             if !flow.active { continue; }
+            let (cap, qd) = (caps[flow.dir.index()], self.last_queue_delay[flow.dir.index()].as_ms_f64());
             let m = &mut flow.metrics;
             let s = &mut self.series;
             s.t_s.push(now.as_secs_f64());
@@ -454,11 +524,10 @@ impl Simulation {
 
     fn on_tcp_receiver_timer(&mut self, f: u32) {
         let now = self.now;
-        let ret = self.flows[f as usize].ret_delay;
         let Some(t) = self.tcp(f) else { return };
         if t.receiver_wake != Some(now) { return; }
         t.receiver_wake = None;
-        if let Some(ack) = t.receiver.on_timer(now) { self.events.push(now + ret, Event::TcpAck(f, ack)); }
+        if let Some(ack) = t.receiver.on_timer(now) { self.send_control(f, ControlMsg::TcpAck(ack)); }
         self.schedule_tcp_receiver(f);
     }
 
@@ -498,29 +567,37 @@ impl Simulation {
             }
         }
         if self.record_packets {
-            // Packets still in the network: in the bottleneck queue, in service, or propagating.
-            let mut in_net: Vec<Packet> = self.link.queued().copied().collect();
-            if let Some(p) = self.link.in_service() { in_net.push(*p); }
+            // Data packets still in the network: in a bottleneck queue, in service, or propagating.
+            let mut in_net: Vec<Packet> = Vec::new();
+            for link in &self.links {
+                in_net.extend(link.queued().copied());
+                in_net.extend(link.in_service().copied());
+            }
             let mut rest = EventQueue::default();
             while let Some((t, ev)) = self.events.pop() {
                 if let Event::Deliver(p) = ev { in_net.push(p); } else { rest.push(t, ev); }
             }
             self.events = rest;
+            in_net.retain(|p| !matches!(p.payload, Payload::Control { .. }));
             in_net.sort_by_key(|p| (p.flow, p.seq));
             for p in in_net { self.packets.push(p.flow, p.seq, p.size, p.send_time, None, false); }
         }
     }
 
-    /// Packets in the network right now (bottleneck queue, in service, propagating).
+    /// Data packets in the network right now (bottleneck queues, in service, propagating);
+    /// feedback packets on a return link are counted per flow in `return_path`.
     pub fn packets_in_network(&self) -> u64 {
-        let q = self.link.queue_packets() as u64 + self.link.in_service().is_some() as u64;
-        q + self.in_propagation()
+        let is_data = |p: &Packet| !matches!(p.payload, Payload::Control { .. });
+        let mut n = self.data_propagating;
+        for link in &self.links {
+            n += link.queued().filter(|p| is_data(p)).count() as u64;
+            n += link.in_service().filter(|p| is_data(p)).is_some() as u64;
+        }
+        n
     }
 
-    fn in_propagation(&self) -> u64 {
-        // Packets in propagation = departed from the link but not yet delivered.
-        let departed = self.link.stats.departed_packets;
-        let delivered: u64 = self.flows.iter().map(|f| f.metrics.packets_received).sum();
-        departed.saturating_sub(delivered)
+    /// Control packets of flow `f` in the network (queued, in service or propagating).
+    pub fn control_packets_in_network(&self, f: u32) -> u64 {
+        self.control.values().filter(|(owner, _)| *owner == f).count() as u64
     }
 }

@@ -2,13 +2,16 @@
 
 use super::{FlowState, Simulation};
 use crate::metrics::jain_index;
-use crate::scenario::FlowKind;
+use crate::network::link::Link;
+use crate::scenario::{Direction, FlowKind};
 use crate::units::{Duration, Time};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct LinkSummary {
-    /// Cross paper Eq. 6: bits delivered (all flows) / ∫ capacity dt over the run.
+    /// Cross paper Eq. 6: data bits delivered (all flows crossing this link) / ∫ capacity dt
+    /// over the run. Feedback packets on a reverse link are not counted here (see
+    /// `control_kbps_mean`).
     pub utilization: f64,
     /// Mean Jain index over the seconds in which ≥ 2 media flows were active (1 if never).
     pub jain_index: f64,
@@ -17,6 +20,8 @@ pub struct LinkSummary {
     pub capacity_kbps_mean: f64,
     pub queue_drops: u64,
     pub random_drops: u64,
+    /// Mean rate of receiver → sender packets (feedback, REMB, ACKs) that crossed this link.
+    pub control_kbps_mean: f64,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -24,11 +29,13 @@ pub struct FlowSummary {
     pub id: u32,
     pub label: String,
     pub kind: FlowKind,
+    /// Which link the flow's data crossed.
+    pub direction: Direction,
     pub controller: String,
     pub start_s: f64,
     pub stop_s: f64,
     pub throughput_kbps: f64,
-    /// Throughput / mean capacity over the flow's active time.
+    /// Throughput / mean capacity of the flow's link over the flow's active time.
     pub utilization: f64,
     pub owd_ms_mean: Option<f64>,
     pub owd_ms_p50: Option<f64>,
@@ -48,31 +55,41 @@ pub struct FlowSummary {
     pub packets_lost: u64,
     pub bytes_sent: i64,
     pub bytes_received: i64,
+    /// Feedback / ACK packets the flow's receiver sent over a congested return path (only
+    /// with a `reverse_link`), and how many of them the return bottleneck dropped.
+    pub return_packets_sent: Option<u64>,
+    pub return_packets_lost: Option<u64>,
+    pub return_bytes_sent: Option<i64>,
+    /// return_packets_lost / return_packets_sent.
+    pub return_loss_rate: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct RunSummary {
     pub duration_s: f64,
     pub events: u64,
+    /// The forward bottleneck.
     pub link: LinkSummary,
+    /// The reverse bottleneck (RFC 8867 5.3), when the scenario has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverse_link: Option<LinkSummary>,
     pub flows: Vec<FlowSummary>,
 }
 
 impl Simulation {
     pub fn summary(&self) -> RunSummary {
         let end = self.now.min(self.end);
-        let cap = self.link.capacity();
         let mut flows = Vec::new();
-        let mut delivered_bits = 0.0;
         for f in &self.flows {
             let m = &f.metrics;
+            let cap = self.links[f.dir.index()].capacity();
             let active = m.active(end);
             let thr = if active > Duration::ZERO { m.bytes_received.bits() as f64 / active.as_secs_f64() } else { 0.0 };
-            delivered_bits += m.bytes_received.bits() as f64;
             let mean_cap = cap.mean_over(f.start, f.stop.min(end).max(f.start)).bps_f64();
             let video = match &f.state { FlowState::Media(mf) => Some(m.video.unwrap_or(mf.receiver.stats)), FlowState::Tcp(_) => None };
+            let rp = m.return_path;
             flows.push(FlowSummary {
-                id: f.info.id, label: f.info.label.clone(), kind: f.info.kind, controller: f.info.controller.clone(),
+                id: f.info.id, label: f.info.label.clone(), kind: f.info.kind, direction: f.dir, controller: f.info.controller.clone(),
                 start_s: f.info.start_s, stop_s: f.info.stop_s,
                 throughput_kbps: thr / 1e3,
                 utilization: if mean_cap > 0.0 { thr / mean_cap } else { 0.0 },
@@ -86,26 +103,42 @@ impl Simulation {
                 psnr_db_mean: video.and_then(|v| v.mean_psnr_db()),
                 packets_sent: m.packets_sent, packets_received: m.packets_received, packets_lost: m.packets_lost,
                 bytes_sent: m.bytes_sent.get(), bytes_received: m.bytes_received.get(),
+                return_packets_sent: rp.map(|c| c.packets_sent),
+                return_packets_lost: rp.map(|c| c.packets_lost),
+                return_bytes_sent: rp.map(|c| c.bytes_sent),
+                return_loss_rate: rp.map(|c| if c.packets_sent > 0 { c.packets_lost as f64 / c.packets_sent as f64 } else { 0.0 }),
             });
         }
-        let cap_bits = cap.mean_over(Time::ZERO, end).bps_f64() * end.as_secs_f64();
-        let st = &self.link.stats;
         RunSummary {
             duration_s: end.as_secs_f64(),
             events: self.events_processed,
-            link: LinkSummary {
-                utilization: if cap_bits > 0.0 { delivered_bits / cap_bits } else { 0.0 },
-                jain_index: self.jain_over_time(end),
-                loss_rate: if st.arrived_packets > 0 { (st.random_drops + st.queue_drops) as f64 / st.arrived_packets as f64 } else { 0.0 },
-                capacity_kbps_mean: cap.mean_over(Time::ZERO, end).kbps_f64(),
-                queue_drops: st.queue_drops,
-                random_drops: st.random_drops,
-            },
+            link: self.link_summary(Direction::Forward, end),
+            reverse_link: self.reverse_link().map(|_| self.link_summary(Direction::Reverse, end)),
             flows,
         }
     }
 
-    fn jain_over_time(&self, end: Time) -> f64 {
+    fn link_summary(&self, dir: Direction, end: Time) -> LinkSummary {
+        let link: &Link = &self.links[dir.index()];
+        let cap = link.capacity();
+        let delivered_bits: f64 = self.flows.iter().filter(|f| f.dir == dir).map(|f| f.metrics.bytes_received.bits() as f64).sum();
+        // Control packets crossing this link belong to the flows of the other direction.
+        let control_bits: f64 = self.flows.iter().filter(|f| f.dir != dir).filter_map(|f| f.metrics.return_path).map(|c| c.bytes_delivered as f64 * 8.0).sum();
+        let cap_bits = cap.mean_over(Time::ZERO, end).bps_f64() * end.as_secs_f64();
+        let st = &link.stats;
+        LinkSummary {
+            utilization: if cap_bits > 0.0 { delivered_bits / cap_bits } else { 0.0 },
+            jain_index: self.jain_over_time(dir, end),
+            loss_rate: if st.arrived_packets > 0 { (st.random_drops + st.queue_drops) as f64 / st.arrived_packets as f64 } else { 0.0 },
+            capacity_kbps_mean: cap.mean_over(Time::ZERO, end).kbps_f64(),
+            queue_drops: st.queue_drops,
+            random_drops: st.random_drops,
+            control_kbps_mean: if end > Time::ZERO { control_bits / end.as_secs_f64() / 1e3 } else { 0.0 },
+        }
+    }
+
+    /// Mean Jain index of the media flows of one direction.
+    fn jain_over_time(&self, dir: Direction, end: Time) -> f64 {
         let secs = (end.as_us() / 1_000_000) as usize;
         let mut acc = 0.0;
         let mut n = 0usize;
@@ -114,7 +147,7 @@ impl Simulation {
             let (t0, t1) = (Time::from_secs_f64(s as f64), Time::from_secs_f64(s as f64 + 1.0));
             rates.clear();
             for f in &self.flows {
-                if f.info.kind != FlowKind::Media || f.start > t0 || f.stop < t1 { continue; }
+                if f.info.kind != FlowKind::Media || f.dir != dir || f.start > t0 || f.stop < t1 { continue; }
                 rates.push(f.metrics.goodput_bins.get(s).copied().unwrap_or(0) as f64);
             }
             if rates.len() >= 2 { acc += jain_index(&rates); n += 1; }

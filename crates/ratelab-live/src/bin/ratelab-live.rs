@@ -24,9 +24,11 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 fn load(path: &str) -> Result<Scenario, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let mut sc = Scenario::from_json(&text).map_err(|e| format!("{path}: {e}"))?;
-    if sc.link.trace_content.is_none() {
-        if let Some(t) = sc.link.trace.clone() {
-            sc.link.trace_content = Some(std::fs::read_to_string(&t).map_err(|e| format!("{t}: {e}"))?);
+    for link in std::iter::once(&mut sc.link).chain(sc.reverse_link.as_mut()) {
+        if link.trace_content.is_none() {
+            if let Some(t) = link.trace.clone() {
+                link.trace_content = Some(std::fs::read_to_string(&t).map_err(|e| format!("{t}: {e}"))?);
+            }
         }
     }
     Ok(sc)
