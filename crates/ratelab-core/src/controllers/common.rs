@@ -1,7 +1,8 @@
 //! Small estimators that several controllers share (spec 1.3): windowed min/max filters
 //! (over time or over round trips), a sliding-window rate meter, the RTT flavours one can read
 //! off a transport feedback, the BBR/QUIC delivery-rate sampler ([`BandwidthSampler`]) and the
-//! BBR round-trip counter ([`RoundCounter`]).
+//! BBR round-trip counter ([`RoundCounter`]), and the decision-epoch clock of LCC and Iris
+//! ([`next_epoch_boundary`]).
 
 use crate::controller::{PacketResult, SentPacket, TransportFeedback};
 use crate::units::{Bitrate, Bytes, Duration, Time};
@@ -335,6 +336,18 @@ pub fn packet_rtt(fb: &TransportFeedback, p: &PacketResult, max_recv: Time) -> O
 /// Latest arrival time in a feedback (the reference for [`packet_rtt`]).
 pub fn max_recv_time(fb: &TransportFeedback) -> Option<Time> { fb.received().filter_map(|p| p.recv_time).max() }
 
+/// The next decision-epoch boundary after `now`, for epochs of length `epoch` laid out from
+/// `t0` (boundaries at `t0 + k·epoch`): `t0 + (⌊(now − t0)/epoch⌋ + 1)·epoch` in whole µs, the
+/// first boundary strictly after `now` when `now ≥ t0`. A late or irregular tick thus skips
+/// the boundaries it missed instead of catching up one epoch per tick. LCC and Iris decide
+/// once per epoch on the tick that reaches this time. An epoch under 1 µs counts as 1 µs, and
+/// the product saturates, so no input panics.
+pub fn next_epoch_boundary(t0: Time, epoch: Duration, now: Time) -> Time {
+    let e = epoch.as_us().max(1);
+    let k = (now - t0).as_us() / e + 1;
+    t0 + Duration::from_us(k.saturating_mul(e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,6 +375,23 @@ mod tests {
         // 12500 B in 100 ms = 1 Mbit/s
         assert_eq!(m.rate(Time::from_ms(99)), Bitrate::from_kbps(1000));
         assert_eq!(m.rate(Time::from_ms(250)), Bitrate::ZERO);
+    }
+
+    #[test]
+    fn next_epoch_boundary_hand_computed() {
+        let (t0, e) = (Time::from_ms(100), Duration::from_ms(50));
+        // on a boundary: the next one, strictly after
+        assert_eq!(next_epoch_boundary(t0, e, Time::from_ms(100)), Time::from_ms(150));
+        assert_eq!(next_epoch_boundary(t0, e, Time::from_ms(150)), Time::from_ms(200));
+        // 1 µs before a boundary: that boundary
+        assert_eq!(next_epoch_boundary(t0, e, Time::from_us(149_999)), Time::from_ms(150));
+        // a tick 110 ms late (260 ms = 100 + 3·50 + 10): the boundaries at 150–250 are skipped
+        assert_eq!(next_epoch_boundary(t0, e, Time::from_ms(260)), Time::from_ms(300));
+        // an odd epoch: t0 = 7 µs, ε = 3 µs, now = 20 µs → ⌊13/3⌋ + 1 = 5 → 7 + 15 = 22 µs
+        assert_eq!(next_epoch_boundary(Time::from_us(7), Duration::from_us(3), Time::from_us(20)), Time::from_us(22));
+        // a zero epoch counts as 1 µs; an extreme `now` saturates instead of overflowing
+        assert_eq!(next_epoch_boundary(t0, Duration::ZERO, Time::from_ms(100)), Time::from_us(100_001));
+        assert_eq!(next_epoch_boundary(Time::ZERO, e, Time::from_us(i64::MAX)), Time::from_us(i64::MAX));
     }
 
     #[test]

@@ -26,7 +26,7 @@
 //! `t_r + (t_f − report_time)` ([`AckTiming::Reconstructed`]) or taken as the feedback arrival
 //! ([`AckTiming::FeedbackArrival`]).
 
-use super::common::WindowedFilter;
+use super::common::{next_epoch_boundary, WindowedFilter};
 use crate::controller::{Constraints, Controller, Diagnostics, SentPacket, TransportFeedback, Update};
 use crate::error::ConfigError;
 use crate::units::{Bitrate, Duration, Time};
@@ -504,8 +504,7 @@ impl Controller for Iris {
 
     fn on_tick(&mut self, now: Time) -> Update {
         if !self.started || now < self.next_boundary { return Update::default(); }
-        let k = (now - self.t0).as_us() / self.epoch.as_us() + 1;
-        self.next_boundary = self.t0 + Duration::from_us(k * self.epoch.as_us());
+        self.next_boundary = next_epoch_boundary(self.t0, self.epoch, now);
         self.close_complete(now);
         self.decide(now);
         self.update()

@@ -4,7 +4,7 @@
 //! congestion window. [`super::webrtc::BbrWebrtc`] drives it as shipped; [`super::rbbr::Rbbr`]
 //! drives it with RBBR's settings (spec 6) and replaces the outputs.
 
-use crate::controller::{SentPacket, TransportFeedback};
+use crate::controller::{Diagnostics, SentPacket, TransportFeedback};
 use crate::controllers::common::{AckClock, BandwidthSampler, RoundCounter, RoundWindowedFilter};
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use rand::{Rng, SeedableRng};
@@ -178,6 +178,16 @@ impl BbrModel {
         if self.mode == Mode::ProbeRtt { return self.cfg.min_cwnd; }
         if self.in_recovery() { return self.congestion_window.min(self.recovery_window); }
         self.congestion_window
+    }
+
+    /// The model's state as diagnostics, in this order: `bbr_mode` ([`Mode::code`]),
+    /// `bbr_bw_kbps` ([`Self::bandwidth`]), `bbr_min_rtt_ms` ([`Self::min_rtt`]) and
+    /// `bbr_pacing_gain`. Both BBR controllers push these first, then their own entries.
+    pub fn push_diagnostics(&self, out: &mut Diagnostics) {
+        out.push(("bbr_mode", self.mode.code()));
+        out.push(("bbr_bw_kbps", self.bandwidth().kbps_f64()));
+        out.push(("bbr_min_rtt_ms", self.min_rtt().as_ms_f64()));
+        out.push(("bbr_pacing_gain", self.pacing_gain));
     }
 
     fn gain_at(&self, offset: usize) -> f64 { self.cfg.gain_cycle.get(offset).copied().unwrap_or(1.0) }

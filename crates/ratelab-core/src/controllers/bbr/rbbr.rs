@@ -205,10 +205,7 @@ impl Controller for Rbbr {
     }
 
     fn diagnostics(&self, out: &mut Diagnostics) {
-        out.push(("bbr_mode", self.model.mode.code()));
-        out.push(("bbr_bw_kbps", self.model.bandwidth().kbps_f64()));
-        out.push(("bbr_min_rtt_ms", self.model.min_rtt().as_ms_f64()));
-        out.push(("bbr_pacing_gain", self.model.pacing_gain));
+        self.model.push_diagnostics(out);
         out.push(("rbbr_pacing_discount_active", self.pacing_discount_active as u8 as f64));
     }
 }

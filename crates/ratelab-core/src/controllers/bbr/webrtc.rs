@@ -175,10 +175,7 @@ impl Controller for BbrWebrtc {
     }
 
     fn diagnostics(&self, out: &mut Diagnostics) {
-        out.push(("bbr_mode", self.model.mode.code()));
-        out.push(("bbr_bw_kbps", self.model.bandwidth().kbps_f64()));
-        out.push(("bbr_min_rtt_ms", self.model.min_rtt().as_ms_f64()));
-        out.push(("bbr_pacing_gain", self.model.pacing_gain));
+        self.model.push_diagnostics(out);
         out.push(("bbr_cwnd_bytes", self.model.congestion_window().as_f64()));
         out.push(("bbr_in_recovery", self.model.in_recovery() as u8 as f64));
         out.push(("bbr_target_kbps", self.last_target.kbps_f64()));

@@ -22,6 +22,7 @@
 
 pub mod kde;
 
+use super::common::next_epoch_boundary;
 use crate::controller::{Constraints, Controller, Diagnostics, SentPacket, TransportFeedback, Update};
 use crate::error::ConfigError;
 use crate::units::{Bitrate, Duration, Time};
@@ -554,8 +555,7 @@ impl Controller for Lcc {
         if self.tracker.is_none() || now < self.next_boundary { return Update::default(); }
         // next boundary strictly after now (ticks may be late or irregular)
         let t0 = self.tracker.as_ref().map_or(now, |t| t.t0);
-        let k = (now - t0).as_us() / self.epoch.as_us() + 1;
-        self.next_boundary = t0 + Duration::from_us(k * self.epoch.as_us());
+        self.next_boundary = next_epoch_boundary(t0, self.epoch, now);
         if let Some(t) = &mut self.tracker { t.on_epoch_end(now); }
         self.decide(now);
         self.update()

@@ -656,17 +656,9 @@ mod tests {
 
     fn sample(now_ms: i64, acked: i64, in_flight: i64, delivered: i64, state: CaState) -> AckSample {
         AckSample {
-            now: Time::from_ms(now_ms),
-            newly_acked: Bytes::new(acked),
-            newly_cum_acked: Bytes::new(acked),
-            rtt: Some(Duration::from_ms(100)),
-            srtt: Some(Duration::from_ms(100)),
-            min_rtt: Some(Duration::from_ms(100)),
             prior_in_flight: Bytes::new(in_flight + acked),
             in_flight: Bytes::new(in_flight),
             delivered: Bytes::new(delivered),
-            state,
-            is_cwnd_limited: true,
             rate: Some(RateSample {
                 delivered: Bytes::new(10 * MSS),
                 interval: Duration::from_ms(100),
@@ -674,7 +666,7 @@ mod tests {
                 is_app_limited: false,
                 prior_delivered: Bytes::ZERO,
             }),
-            newly_lost: Bytes::ZERO,
+            ..AckSample::for_test(Time::from_ms(now_ms), acked, state)
         }
     }
 

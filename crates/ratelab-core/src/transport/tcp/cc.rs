@@ -80,6 +80,31 @@ pub struct AckSample {
     pub newly_lost: Bytes,
 }
 
+#[cfg(test)]
+impl AckSample {
+    /// Test fixture shared by the controllers' unit tests: an ACK at `now` that newly and
+    /// cumulatively acknowledges `acked` bytes, with RTT = SRTT = min RTT = 100 ms, nothing in
+    /// flight or delivered, cwnd-limited, no rate sample and no new losses. Tests override the
+    /// fields they care about with struct-update syntax.
+    pub(crate) fn for_test(now: Time, acked: i64, state: CaState) -> AckSample {
+        AckSample {
+            now,
+            newly_acked: Bytes::new(acked),
+            newly_cum_acked: Bytes::new(acked),
+            rtt: Some(Duration::from_ms(100)),
+            srtt: Some(Duration::from_ms(100)),
+            min_rtt: Some(Duration::from_ms(100)),
+            prior_in_flight: Bytes::ZERO,
+            in_flight: Bytes::ZERO,
+            delivered: Bytes::ZERO,
+            state,
+            is_cwnd_limited: true,
+            rate: None,
+            newly_lost: Bytes::ZERO,
+        }
+    }
+}
+
 /// A congestion event: the start of a fast-recovery episode (one per window of data).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CongestionEvent {

@@ -313,23 +313,7 @@ mod tests {
 
     const MSS: i64 = 1000;
 
-    fn ack(now: Time, bytes: i64) -> AckSample {
-        AckSample {
-            now,
-            newly_acked: Bytes::new(bytes),
-            newly_cum_acked: Bytes::new(bytes),
-            rtt: Some(Duration::from_ms(100)),
-            srtt: Some(Duration::from_ms(100)),
-            min_rtt: Some(Duration::from_ms(100)),
-            prior_in_flight: Bytes::ZERO,
-            in_flight: Bytes::ZERO,
-            delivered: Bytes::ZERO,
-            state: CaState::Open,
-            is_cwnd_limited: true,
-            rate: None,
-            newly_lost: Bytes::ZERO,
-        }
-    }
+    fn ack(now: Time, bytes: i64) -> AckSample { AckSample::for_test(now, bytes, CaState::Open) }
 
     fn loss(c: &mut Cubic) {
         c.on_congestion_event(&CongestionEvent { now: Time::ZERO, flight_size: c.cwnd(), in_flight: Bytes::ZERO, lost: Bytes::new(MSS) });

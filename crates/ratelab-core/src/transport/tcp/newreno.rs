@@ -86,27 +86,10 @@ impl WindowCongestionControl for NewReno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::Duration;
 
     const MSS: i64 = 1448;
 
-    fn sample(newly: i64, state: CaState) -> AckSample {
-        AckSample {
-            now: Time::ZERO,
-            newly_acked: Bytes::new(newly),
-            newly_cum_acked: Bytes::new(newly),
-            rtt: Some(Duration::from_ms(100)),
-            srtt: Some(Duration::from_ms(100)),
-            min_rtt: Some(Duration::from_ms(100)),
-            prior_in_flight: Bytes::ZERO,
-            in_flight: Bytes::ZERO,
-            delivered: Bytes::ZERO,
-            state,
-            is_cwnd_limited: true,
-            rate: None,
-            newly_lost: Bytes::ZERO,
-        }
-    }
+    fn sample(newly: i64, state: CaState) -> AckSample { AckSample::for_test(Time::ZERO, newly, state) }
 
     #[test]
     fn initial_window_and_slow_start_step() {
