@@ -121,9 +121,10 @@ impl Simulation {
     fn link_summary(&self, dir: Direction, end: Time) -> LinkSummary {
         let link: &Link = &self.links[dir.index()];
         let cap = link.capacity();
-        let delivered_bits: f64 = self.flows.iter().filter(|f| f.dir == dir).map(|f| f.metrics.bytes_received.bits() as f64).sum();
+        // fold from +0.0: an empty f64 sum is -0.0, which would print as "-0.0" for an unused link.
+        let delivered_bits = self.flows.iter().filter(|f| f.dir == dir).fold(0.0, |a, f| a + f.metrics.bytes_received.bits() as f64);
         // Control packets crossing this link belong to the flows of the other direction.
-        let control_bits: f64 = self.flows.iter().filter(|f| f.dir != dir).filter_map(|f| f.metrics.return_path).map(|c| c.bytes_delivered as f64 * 8.0).sum();
+        let control_bits = self.flows.iter().filter(|f| f.dir != dir).filter_map(|f| f.metrics.return_path).fold(0.0, |a, c| a + c.bytes_delivered as f64 * 8.0);
         let cap_bits = cap.mean_over(Time::ZERO, end).bps_f64() * end.as_secs_f64();
         let st = &link.stats;
         LinkSummary {
