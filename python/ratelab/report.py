@@ -45,7 +45,7 @@ def fmt(v: Any, how: str) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "–"
     if how == "pct":
-        return f"{100 * float(v):.1f} %"
+        return f"{100 * float(v) + 0.0:.1f} %"  # + 0.0: no "-0.0 %" (the core's empty f64 sum is -0.0)
     return how.format(v)
 
 
