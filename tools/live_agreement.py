@@ -28,9 +28,10 @@ TRACES = ROOT / "python" / "ratelab" / "traces"
 
 def scenario_json(name: str, out: Path) -> Path:
     data = tomllib.loads((SCENARIOS / f"{name}.toml").read_text())
-    link = data["link"]
-    if isinstance(link.get("trace"), str) and not Path(link["trace"]).is_absolute():
-        link["trace"] = str(TRACES / link["trace"])
+    for key in ("link", "reverse_link"):
+        link = data.get(key) or {}
+        if isinstance(link.get("trace"), str) and not Path(link["trace"]).is_absolute():
+            link["trace"] = str(TRACES / link["trace"])
     path = out / f"{name}.json"
     path.write_text(json.dumps(data))
     return path

@@ -27,7 +27,7 @@ DEMO_SCENARIOS: list[tuple[str, list[str], str, str]] = [
     ("lcc-loss", ["link.loss=0.05"], "LCC loss case: 1 Mbit/s with 5 % random loss", "lcc-loss-5pct"),
     ("trace-fcc-amazon", [], "Real trace: FCC broadband (Pensieve set)", "trace-fcc-amazon"),
 ]
-BENCH_SCENARIOS = ["bench-single", "bench-three", "bench-tcp"]
+BENCH_SCENARIOS = ["bench-single", "bench-three", "bench-tcp", "bench-two-way"]
 #: Controllers the demo leaves out: `fixed` does no congestion control, nothing to compare.
 DEMO_EXCLUDED = {"fixed"}
 

@@ -12,7 +12,7 @@ from ratelab.scenario import (TRACE_DIR, builtin_descriptions, builtin_names, lo
                               parse_value)
 
 REQUIRED_BUILTINS = ["rmcat-5.1", "rmcat-5.2", "rmcat-5.4", "rmcat-5.5", "rmcat-5.6", "lcc-loss", "lcc-steps",
-                     "bench-single", "bench-three", "bench-tcp", "trace-fcc-amazon"]
+                     "bench-single", "bench-three", "bench-tcp", "bench-two-way", "rmcat-5.3", "trace-fcc-amazon"]
 
 
 def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:

@@ -146,3 +146,21 @@ fn loss_after_queue_wastes_capacity() {
     assert!((u_out - 0.5).abs() < 0.05, "exit: utilization {u_out}");
     assert!(queue_in > 0 && rand_in > 0 && queue_out > rand_out / 2, "{rand_in} {queue_in} {rand_out} {queue_out}");
 }
+
+/// `feedback.report_time = false` withholds the report's generation time, as TWCC on the wire
+/// does. Copa takes it out of its RTT samples when it has it, so the same run goes differently;
+/// GCC never uses it (one-way delay gradients), so its run is bit-identical.
+#[test]
+fn withholding_the_report_time_reaches_the_controller() {
+    let run = |controller: &str, with: bool| {
+        let sc = scenario(serde_json::json!({
+            "name": "rt", "duration_s": 30, "link": {"capacity_kbps": 1500, "queue": {"ms": 300}},
+            "flows": [{"kind": "media", "controller": controller, "feedback": {"interval_ms": 100, "report_time": with}}]
+        }));
+        let mut sim = build_simulation(&sc, 1, None).unwrap();
+        sim.run_to_end();
+        sim.summary()
+    };
+    assert_ne!(run("copa", true).flows, run("copa", false).flows);
+    assert_eq!(run("gcc", true).flows, run("gcc", false).flows);
+}

@@ -207,7 +207,7 @@ impl Sender {
                             for (r, with_time) in reports {
                                 stats.feedback_packets += 1;
                                 last_feedback = now;
-                                let fb = m.history.on_report(now, &r, with_time);
+                                let fb = m.history.on_report(now, &r, with_time && m.include_report_time);
                                 if fb.packets.is_empty() { continue; }
                                 let u = m.controller.on_feedback(&fb);
                                 m.apply(now, u);

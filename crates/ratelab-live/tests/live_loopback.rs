@@ -72,11 +72,40 @@ fn gcc_live_agrees_with_the_simulator() {
     assert!(us > 0.4, "{us}");
 }
 
+/// RFC 8867 5.3 in live mode: with a `reverse_link`, the emulator shapes the feedback
+/// direction too. 30 % random loss there loses about 30 % of the feedback packets (as in the
+/// simulator), and the media still flows.
+#[test]
+fn reverse_link_carries_and_drops_feedback_live_as_in_the_simulator() {
+    let mut sc = scenario("fixed", 4.0, 1000.0);
+    sc.reverse_link = Some(serde_json::from_value(serde_json::json!({"capacity_kbps": 500, "queue": {"ms": 300}, "loss": 0.3})).unwrap());
+    let r = live_run(&sc, &LiveRunOptions::default()).unwrap();
+    let f = &r.summary.flows[0];
+    let rev = r.summary.reverse_link.as_ref().expect("reverse link summary");
+    let (sent, lost) = (f.return_packets_sent.unwrap(), f.return_packets_lost.unwrap());
+    assert!(sent > 40, "{sent} feedback packets");
+    let live_loss = lost as f64 / sent as f64;
+    assert!((live_loss - 0.3).abs() < 0.15, "live feedback loss {live_loss:.2} ({lost} of {sent})");
+    assert_eq!(rev.random_drops, lost);
+    assert!(rev.control_kbps_mean > 0.0);
+    assert!(f.throughput_kbps > 250.0, "{}", f.throughput_kbps);
+    let mut sim = ratelab_core::sim::build_simulation(&sc, 1, None).unwrap();
+    sim.run_to_end();
+    let s = sim.summary();
+    let sim_loss = s.flows[0].return_loss_rate.unwrap();
+    assert!((sim_loss - 0.3).abs() < 0.15, "sim feedback loss {sim_loss:.2}");
+}
+
 #[test]
 fn live_run_rejects_scenarios_it_cannot_run() {
     let mut sc = scenario("gcc", 2.0, 1000.0);
     sc.flows.push(sc.flows[0].clone());
     assert_eq!(live_run(&sc, &LiveRunOptions::default()).err().unwrap().field, "flows");
+    // A single reverse-direction media flow: live mode sends forward only.
+    let mut sc = scenario("gcc", 2.0, 1000.0);
+    sc.reverse_link = Some(sc.link.clone());
+    sc.flows[0].direction = ratelab_core::scenario::Direction::Reverse;
+    assert_eq!(live_run(&sc, &LiveRunOptions::default()).err().unwrap().field, "flows[0].direction");
 }
 
 /// A sender with nobody answering stops with a clear message instead of hanging.

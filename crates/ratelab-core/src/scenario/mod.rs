@@ -233,10 +233,14 @@ pub enum FeedbackMode {
 pub struct FeedbackConfig {
     pub mode: FeedbackMode,
     pub interval_ms: f64,
+    /// Give the controller each report's generation time, so it can take the receiver's wait
+    /// before the report out of RTT samples. RFC 8888 carries it; TWCC on the wire does not
+    /// (set `false` to see what a TWCC sender sees; live mode with TWCC never has it).
+    pub report_time: bool,
 }
 
 impl Default for FeedbackConfig {
-    fn default() -> Self { FeedbackConfig { mode: FeedbackMode::Twcc, interval_ms: 50.0 } }
+    fn default() -> Self { FeedbackConfig { mode: FeedbackMode::Twcc, interval_ms: 50.0, report_time: true } }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

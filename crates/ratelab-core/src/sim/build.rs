@@ -136,7 +136,7 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         // Random capture phase: flows that start at the same instant must not
         // produce frames in lock-step (the lower flow id would win every tie).
         frame_phase: Duration::from_us((derive_seed(seed, 4000 + id) % (1e6 / mc.fps).max(1.0) as u64) as i64),
-        include_report_time: true,
+        include_report_time: fc.feedback.report_time,
         pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
         in_pause: false,
     })

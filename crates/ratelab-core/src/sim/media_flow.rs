@@ -33,7 +33,7 @@ pub struct MediaFlow {
     pub pacer_wake: Option<Time>,
     /// Offset of the first frame capture after the flow starts.
     pub frame_phase: Duration,
-    /// Give controllers the receiver's report time (RFC 8888-style exact RTT); the simulator knows it.
+    /// Give controllers the receiver's report time (RFC 8888-style exact RTT; `feedback.report_time`).
     pub include_report_time: bool,
     /// Scheduled media pauses `[from, to)` (RFC 8867 5.8), in order.
     pub pauses: Vec<(Time, Time)>,

@@ -55,7 +55,10 @@ fn main() {
         Some("run") if args.len() > 1 => options(&args).and_then(|o| load(&args[1]).and_then(|sc| live_json(&sc, &o))),
         Some("compare") if args.len() > 1 => options(&args).and_then(|o| load(&args[1]).and_then(|sc| {
             let t = std::time::Instant::now();
-            let mut sim = build_simulation(&sc, o.seed, o.controller.as_deref()).map_err(|e| e.to_string())?;
+            // Like for like: TWCC on the wire has no report time, so the simulated run goes without.
+            let mut sim_sc = sc.clone();
+            if o.format == FeedbackFormat::Twcc { for f in &mut sim_sc.flows { f.feedback.report_time = false; } }
+            let mut sim = build_simulation(&sim_sc, o.seed, o.controller.as_deref()).map_err(|e| e.to_string())?;
             sim.run_to_end();
             let sim_s = t.elapsed().as_secs_f64();
             let live = live_json(&sc, &o)?;
