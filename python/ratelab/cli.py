@@ -439,23 +439,29 @@ def _finish(results: Sequence[ScenarioRun], report_path: Path, *, title: str | N
 
 
 def summary_table(res: ScenarioRun):
-    """The per-flow table printed after a run."""
+    """The per-flow table printed after a run. With a reverse bottleneck (RFC 8867 5.3) the link
+    utilization reads ``forward / reverse`` and each flow's label says which way its data went."""
     from rich.table import Table
 
     from .report import fmt
 
+    two_way = any(run.reverse_link is not None for run in res.runs)
     t = Table(title=f"{res.title or res.scenario.name} (seed {res.seed}, {res.scenario.duration_s:g} s)"
               + (" — interrupted" if res.interrupted else ""))
-    cols = [("controller", "left"), ("link util.", "right"), ("flow", "left"), ("throughput kbit/s", "right"), ("utilization", "right"),
+    cols = [("controller", "left"), ("link util. fwd / rev" if two_way else "link util.", "right"), ("flow", "left"),
+            ("throughput kbit/s", "right"), ("utilization", "right"),
             ("OWD mean ms", "right"), ("OWD p95 ms", "right"), ("loss", "right"), ("freeze ratio", "right")]
     for name, justify in cols:
         t.add_column(name, justify=justify)
     for run in res.runs:
+        util = fmt(run.link.get("utilization"), "pct")
+        if run.reverse_link is not None:
+            util += " / " + fmt(run.reverse_link.get("utilization"), "pct")
         for i, f in enumerate(run.flows):
             t.add_row(
                 run.name if i == 0 else "",
-                fmt(run.link.get("utilization"), "pct") if i == 0 else "",
-                _flow_name(f),
+                util if i == 0 else "",
+                _flow_name(f, two_way),
                 fmt(f.get("throughput_kbps"), "{:.0f}"), fmt(f.get("utilization"), "pct"),
                 fmt(f.get("owd_ms_mean"), "{:.1f}"), fmt(f.get("owd_ms_p95"), "{:.1f}"),
                 fmt(f.get("loss_rate"), "pct"), fmt(f.get("freeze_ratio"), "pct"),
@@ -464,9 +470,13 @@ def summary_table(res: ScenarioRun):
     return t
 
 
-def _flow_name(f: dict) -> str:
+def _flow_name(f: dict, two_way: bool = False) -> str:
+    """The flow's label, with ``tcp`` for TCP flows and, in a two-way scenario, ``fwd``/``rev``."""
     label = str(f.get("label", f.get("id", "")))
-    return f"{label} (tcp)" if f.get("kind") == "tcp" and "tcp" not in label else label
+    tags = ["tcp"] if f.get("kind") == "tcp" and "tcp" not in label else []
+    if two_way:
+        tags.append("rev" if f.get("direction") == "reverse" else "fwd")
+    return f"{label} ({', '.join(tags)})" if tags else label
 
 
 def _console():

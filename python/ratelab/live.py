@@ -126,6 +126,7 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
         flows=[dict(f) for f in summary.get("flows", [])],
         duration_s=duration,
         dir=run_dir,
+        reverse_link=dict(summary["reverse_link"]) if summary.get("reverse_link") is not None else None,
     )
 
 

@@ -28,13 +28,22 @@ def plot_run(run: RunResult, png_path: str | Path, title: str = "") -> Path | No
         return None
     s = read_series(run.series_path)
     fig, (ax_rate, ax_owd) = _figure()
-    _capacity(ax_rate, s)
+    reverse_ids = [f["id"] for f in run.flows if f.get("direction") == "reverse"]
+    if reverse_ids and run.reverse_link is not None:
+        # Two bottlenecks (RFC 8867 5.3): each flow's rows carry the capacity of its own link.
+        rev = np.isin(s["flow"], reverse_ids)
+        _capacity(ax_rate, s, ~rev, label="forward capacity")
+        _capacity(ax_rate, s, rev, label="reverse capacity", ls="--")
+    else:
+        _capacity(ax_rate, s)
     for f in run.flows:
         m = s["flow"] == f["id"]
         if not m.any():
             continue
         t = s["t_s"][m]
         label = f.get("label") or f"flow {f['id']}"
+        if f.get("direction") == "reverse":
+            label += " (rev)"
         if f.get("kind") == "tcp":
             line = ax_rate.plot(t, _smooth(t, s["recv_kbps"][m]) / 1000, lw=1, label=f"{label} received" if "tcp" in label.lower() else f"{label} (TCP) received")
         else:
@@ -52,12 +61,14 @@ def plot_comparison(result: ScenarioRun, png_path: str | Path, title: str = "") 
         if run.series_path is None:
             continue
         s = read_series(run.series_path)
-        if i == 0 or not drawn:
-            _capacity(ax_rate, s)
         media = [f for f in run.flows if f.get("kind") == "media"] or run.flows
         if not media:
             continue
         f = media[0]
+        if i == 0 or not drawn:
+            # The capacity of the link this flow crosses (a scenario may have a reverse one).
+            same_dir = np.isin(s["flow"], [g["id"] for g in run.flows if g.get("direction") == f.get("direction")])
+            _capacity(ax_rate, s, same_dir if same_dir.any() else None)
         flow_label = f.get("label") or f"flow {f['id']}"
         m = s["flow"] == f["id"]
         t = s["t_s"][m]
@@ -98,11 +109,14 @@ def _figure() -> tuple[Any, tuple[Any, Any]]:
     return fig, (ax_rate, ax_owd)
 
 
-def _capacity(ax: Any, s: dict[str, np.ndarray]) -> None:
-    t, idx = np.unique(s["t_s"], return_index=True)
-    cap = s["capacity_kbps"][idx]
+def _capacity(ax: Any, s: dict[str, np.ndarray], rows: np.ndarray | None = None, **style: Any) -> None:
+    """The capacity over time, from the series rows selected by ``rows`` (default: all; every
+    row of one time holds the same capacity when there is one bottleneck)."""
+    t_s, cap_kbps = (s["t_s"], s["capacity_kbps"]) if rows is None else (s["t_s"][rows], s["capacity_kbps"][rows])
+    t, idx = np.unique(t_s, return_index=True)
+    cap = cap_kbps[idx]
     if np.isfinite(cap).any():
-        ax.step(t, cap / 1000, where="post", **CAPACITY_STYLE)
+        ax.step(t, cap / 1000, where="post", **{**CAPACITY_STYLE, **style})
 
 
 def _finish(fig: Any, ax_rate: Any, ax_owd: Any, title: str, png_path: str | Path) -> Path:

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from . import __version__
 from .plots import plot_all
 from .results import write_text_atomic
-from .runner import ScenarioRun
+from .runner import RunResult, ScenarioRun
 
 #: (key in the flow summary, column title, formatter)
 FLOW_COLUMNS: list[tuple[str, str, str]] = [
@@ -45,7 +45,7 @@ def fmt(v: Any, how: str) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "–"
     if how == "pct":
-        return f"{100 * float(v):.1f} %"
+        return f"{100 * float(v) + 0.0:.1f} %"  # + 0.0: no "-0.0 %" (the core's empty f64 sum is -0.0)
     return how.format(v)
 
 
@@ -83,11 +83,12 @@ def _overview(results: Sequence[ScenarioRun]) -> str:
                 continue
             media = [f for f in r.flows if f.get("kind") == "media"]
             owd = max((f.get("owd_ms_p95") or 0.0 for f in media), default=None)
-            cells.append(f"<td>{fmt(r.link.get('utilization'), 'pct')}<br><small>OWD p95 {fmt(owd, '{:.0f}')} ms</small></td>")
+            cells.append(f"<td>{link_utilization(r)}<br><small>OWD p95 {fmt(owd, '{:.0f}')} ms</small></td>")
         rows.append(f'<tr><td class="l"><a href="#{_anchor(res)}">{_e(res.title or res.scenario.name)}</a></td>{"".join(cells)}</tr>')
     head = "".join(f"<th>{_e(c)}</th>" for c in controllers)
     return (
-        "<h2>Overview</h2><p>Link utilization and the worst media flow's 95th-percentile one-way delay.</p>"
+        "<h2>Overview</h2><p>Link utilization (forward / reverse where a scenario has a reverse bottleneck) "
+        "and the worst media flow's 95th-percentile one-way delay.</p>"
         f'<table><tr><th class="l">scenario</th>{head}</tr>{"".join(rows)}</table>'
     )
 
@@ -112,11 +113,23 @@ def _section(res: ScenarioRun, images: dict[str, Path]) -> str:
     return "\n".join(parts)
 
 
+def link_utilization(run: RunResult) -> str:
+    """The run's link utilization; ``forward / reverse`` when it has a reverse bottleneck."""
+    text = fmt(run.link.get("utilization"), "pct")
+    if run.reverse_link is not None:
+        text += " / " + fmt(run.reverse_link.get("utilization"), "pct")
+    return text
+
+
 def _table(res: ScenarioRun) -> str:
+    two_way = any(run.reverse_link is not None for run in res.runs)
+    extra = [("return_loss_rate", "feedback loss", "pct")] if two_way else []
     head = (
-        '<tr><th class="l">run</th><th>link util.</th><th>Jain</th><th>sim speed</th>'
-        '<th class="l">flow</th><th class="l">kind</th>'
-        + "".join(f"<th>{_e(t)}</th>" for _, t, _ in FLOW_COLUMNS)
+        '<tr><th class="l">run</th>'
+        + ("<th>link util.<br>fwd / rev</th>" if two_way else "<th>link util.</th>")
+        + '<th>Jain</th><th>sim speed</th><th class="l">flow</th><th class="l">kind</th>'
+        + ('<th class="l">direction</th>' if two_way else "")
+        + "".join(f"<th>{_e(t)}</th>" for _, t, _ in FLOW_COLUMNS + extra)
         + "</tr>"
     )
     rows = []
@@ -124,20 +137,47 @@ def _table(res: ScenarioRun) -> str:
         n = max(1, len(run.flows))
         lead = (
             f'<td class="l" rowspan="{n}">{_e(run.name)}</td>'
-            f'<td rowspan="{n}">{fmt(run.link.get("utilization"), "pct")}</td>'
+            f'<td rowspan="{n}">{link_utilization(run)}</td>'
             f'<td rowspan="{n}">{fmt(run.link.get("jain_index"), "{:.3f}")}</td>'
             f'<td rowspan="{n}">{fmt(run.sim_speed, "{:.0f}")}×</td>'
         )
         for i, f in enumerate(run.flows or [{}]):
-            cells = "".join(f"<td>{fmt(f.get(k), how)}</td>" for k, _, how in FLOW_COLUMNS)
+            cells = "".join(f"<td>{fmt(f.get(k), how)}</td>" for k, _, how in FLOW_COLUMNS + extra)
             kind = f.get("kind", "")
             if kind == "media" and f.get("controller"):
                 kind = f"media ({f['controller']})"
+            direction = f'<td class="l">{_e(f.get("direction") or "forward")}</td>' if two_way else ""
             rows.append(
                 f'<tr{" class=run" if i == 0 else ""}>{lead if i == 0 else ""}'
-                f'<td class="l">{_e(f.get("label", ""))}</td><td class="l">{_e(kind)}</td>{cells}</tr>'
+                f'<td class="l">{_e(f.get("label", ""))}</td><td class="l">{_e(kind)}</td>{direction}{cells}</tr>'
             )
-    return f"<table>{head}{''.join(rows)}</table>"
+    table = f"<table>{head}{''.join(rows)}</table>"
+    return table + _links_table(res) if two_way else table
+
+
+def _links_table(res: ScenarioRun) -> str:
+    """Both bottlenecks of each run (RFC 8867 5.3): what crossed them and the control traffic."""
+    head = ('<tr><th class="l">run</th><th class="l">link</th><th>mean capacity (kbit/s)</th><th>utilization</th>'
+            "<th>loss</th><th>queue drops</th><th>random drops</th><th>control (feedback) kbit/s</th></tr>")
+    rows = []
+    for run in res.runs:
+        links = [("forward", run.link)] + ([("reverse", run.reverse_link)] if run.reverse_link is not None else [])
+        for i, (name, link) in enumerate(links):
+            rows.append(
+                f'<tr{" class=run" if i == 0 else ""}>'
+                + (f'<td class="l" rowspan="{len(links)}">{_e(run.name)}</td>' if i == 0 else "")
+                + f'<td class="l">{name}</td><td>{fmt(link.get("capacity_kbps_mean"), "{:.0f}")}</td>'
+                f'<td>{fmt(link.get("utilization"), "pct")}</td><td>{fmt(link.get("loss_rate"), "pct")}</td>'
+                f'<td>{fmt(link.get("queue_drops"), "{:.0f}")}</td><td>{fmt(link.get("random_drops"), "{:.0f}")}</td>'
+                f'<td>{fmt(link.get("control_kbps_mean"), "{:.1f}")}</td></tr>')
+    return (
+        "<p>Reverse bottleneck (RFC 8867 5.3): the reverse link carries the data of the reverse flows and the "
+        "feedback (TWCC reports, REMB, TCP ACKs) of the forward flows, as packets of their wire size that queue and "
+        "can be dropped; the forward link likewise carries the reverse flows' feedback. Utilization counts data "
+        "only; the control column is the feedback rate that crossed each link, and a flow's feedback loss is the "
+        "share of its feedback packets dropped on the way back.</p>"
+        f"<table>{head}{''.join(rows)}</table>"
+    )
 
 
 def _img(path: Path, caption: str) -> str:

@@ -3,9 +3,11 @@
 Shape::
 
     {"ratelab_version", "scenario", "seed", "duration_s",
-     "runs": [{"controller", "wall_seconds", "sim_speed", "link": {...}, "flows": [...]}]}
+     "runs": [{"controller", "wall_seconds", "sim_speed", "link": {...}, ["reverse_link": {...},]
+               "flows": [...]}]}
 
-``link`` and ``flows`` are the simulator's own summary, passed through. NaN (e.g. OWD of a flow
+``link``, ``reverse_link`` (only for scenarios with a reverse bottleneck, RFC 8867 5.3) and
+``flows`` are the simulator's own summary, passed through. NaN (e.g. OWD of a flow
 that delivered nothing) becomes ``null`` so the file is strict JSON.
 """
 

@@ -42,6 +42,9 @@ class RunResult:
     duration_s: float
     #: Folder with this run's Parquet files and plots (None when nothing was written).
     dir: Path | None = None
+    #: The reverse bottleneck's summary (same keys as ``link``), or None for a one-way scenario
+    #: (RFC 8867 5.3: a scenario with a ``[reverse_link]``).
+    reverse_link: dict[str, Any] | None = None
 
     @property
     def packets(self) -> int:
@@ -54,13 +57,16 @@ class RunResult:
         return p if p and p.is_file() else None
 
     def to_summary(self) -> dict[str, Any]:
-        return {
+        out = {
             "controller": self.controller,
             "wall_seconds": self.wall_seconds,
             "sim_speed": self.sim_speed,
             "link": self.link,
-            "flows": self.flows,
         }
+        if self.reverse_link is not None:  # one-way runs keep the keys they always had
+            out["reverse_link"] = self.reverse_link
+        out["flows"] = self.flows
+        return out
 
 
 @dataclass
@@ -257,6 +263,7 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
             with contextlib.suppress(OSError):
                 run_dir.rmdir()  # only if empty: leave no trace of a run that did not finish
         raise
+    reverse = summary.get("reverse_link")
     return RunResult(
         name=name,
         controller=controller or label,
@@ -266,6 +273,7 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
         flows=[dict(f) for f in summary.get("flows", [])],
         duration_s=duration,
         dir=run_dir,
+        reverse_link=dict(reverse) if reverse is not None else None,
     )
 
 

@@ -75,9 +75,10 @@ def provenance(spec: RunSpec) -> dict[str, str]:
         "ratelab.grid": json.dumps(spec.grid, sort_keys=True, default=str),
         "ratelab.seed": str(spec.seed),
     }
-    trace = doc.get("link", {}).get("trace") if isinstance(doc.get("link"), dict) else None
-    if isinstance(trace, str) and Path(trace).is_file():
-        meta["ratelab.trace_sha256"] = hashlib.sha256(Path(trace).read_bytes()).hexdigest()
+    for key, name in (("link", "ratelab.trace_sha256"), ("reverse_link", "ratelab.reverse_trace_sha256")):
+        trace = doc.get(key, {}).get("trace") if isinstance(doc.get(key), dict) else None
+        if isinstance(trace, str) and Path(trace).is_file():
+            meta[name] = hashlib.sha256(Path(trace).read_bytes()).hexdigest()
     return meta
 
 
@@ -149,9 +150,13 @@ def _simulate(spec: RunSpec, run_dir: Path):
 
 
 def flow_rows(spec: RunSpec, result: Any) -> list[dict[str, Any]]:
-    """flows.parquet rows: the simulator's flow summary plus run-level columns."""
+    """flows.parquet rows: the simulator's flow summary plus run-level columns (``link_*``, and
+    ``reverse_link_*`` when the scenario has a reverse bottleneck)."""
     rows = []
     run_cols: dict[str, Any] = {f"link_{k}": _num(v) for k, v in result.link.items()}
+    reverse = getattr(result, "reverse_link", None)
+    if reverse is not None:
+        run_cols.update({f"reverse_link_{k}": _num(v) for k, v in reverse.items()})
     run_cols.update({
         "controller_name": spec.controller_name, "scenario_name": spec.scenario_name,
         "duration_s": float(result.duration_s), "wall_seconds": float(result.wall_seconds),
@@ -269,27 +274,51 @@ def has_files(root: Path, name: str) -> bool:
     return any(root.glob(f"controller=*/scenario=*/seed=*/{name}"))
 
 
+#: Columns that runs before the reverse bottleneck (RFC 8867 5.3) did not write, or that only runs
+#: of scenarios with a ``[reverse_link]`` fill: the ``flows`` view always has them (NULL where a
+#: run has none), so one query works over old and new runs alike.
+OPTIONAL_FLOW_COLUMNS: dict[str, str] = {
+    "return_packets_sent": "BIGINT", "return_packets_lost": "BIGINT", "return_bytes_sent": "BIGINT",
+    "return_loss_rate": "DOUBLE", "link_control_kbps_mean": "DOUBLE",
+    "reverse_link_utilization": "DOUBLE", "reverse_link_jain_index": "DOUBLE", "reverse_link_loss_rate": "DOUBLE",
+    "reverse_link_capacity_kbps_mean": "DOUBLE", "reverse_link_queue_drops": "BIGINT",
+    "reverse_link_random_drops": "BIGINT", "reverse_link_control_kbps_mean": "DOUBLE",
+}
+#: Run-level columns of the ``runs`` view (one value per run, taken from its flows' rows).
+RUN_COLUMNS = ["controller_name", "scenario_name", "link_utilization", "link_jain_index", "link_loss_rate",
+               "link_capacity_kbps_mean", "link_control_kbps_mean", "reverse_link_utilization",
+               "reverse_link_jain_index", "reverse_link_loss_rate", "reverse_link_capacity_kbps_mean",
+               "reverse_link_control_kbps_mean", "duration_s", "wall_seconds", "sim_speed"]
+
+
 def connect(root: Path):
     """A DuckDB connection with views over the campaign's files: ``flows`` (one row per flow of
     every finished run, with hive columns controller/scenario/seed), ``runs`` (one row per run),
-    ``series``, ``packets`` (when logged) and ``failures``."""
+    ``series``, ``packets`` (when logged) and ``failures``.
+
+    The run files may come from different ratelab versions and from one-way and two-way
+    scenarios: they are read by column name, ``direction`` is ``forward`` for runs that predate
+    it, and the :data:`OPTIONAL_FLOW_COLUMNS` exist (NULL) even where no run wrote them."""
     import duckdb
 
     con = duckdb.connect()
     root = Path(root)
     opts = "hive_partitioning = true, union_by_name = true"
-    for view, name in (("flows", DONE_FILE), ("series", "series.parquet"), ("packets", "packets.parquet")):
+    for view, name in (("series", "series.parquet"), ("packets", "packets.parquet")):
         if has_files(root, name):
             con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet({_sql_str(_glob(root, name))}, {opts})")
     if has_files(root, DONE_FILE):
-        con.execute("""
+        raw = f"read_parquet({_sql_str(_glob(root, DONE_FILE))}, {opts})"
+        have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {raw}").fetchall()}
+        replace = " REPLACE (coalesce(direction, 'forward') AS direction)" if "direction" in have else ""
+        extra = [] if "direction" in have else ["'forward' AS direction"]
+        extra += [f"CAST(NULL AS {t}) AS {c}" for c, t in OPTIONAL_FLOW_COLUMNS.items() if c not in have]
+        con.execute(f"CREATE VIEW flows AS SELECT *{replace}{''.join(', ' + e for e in extra)} FROM {raw}")
+        cols = ", ".join(f"any_value({c}) AS {c}" for c in RUN_COLUMNS)
+        con.execute(f"""
             CREATE VIEW runs AS
-            SELECT controller, scenario, seed, any_value(controller_name) AS controller_name,
-                   any_value(scenario_name) AS scenario_name, any_value(link_utilization) AS link_utilization,
-                   any_value(link_jain_index) AS link_jain_index, any_value(link_loss_rate) AS link_loss_rate,
-                   any_value(link_capacity_kbps_mean) AS link_capacity_kbps_mean,
-                   any_value(duration_s) AS duration_s, any_value(wall_seconds) AS wall_seconds,
-                   any_value(sim_speed) AS sim_speed, count(*) AS flows
+            SELECT controller, scenario, seed, {cols}, count(*) AS flows,
+                   count(*) FILTER (WHERE direction = 'reverse') AS reverse_flows
             FROM flows GROUP BY controller, scenario, seed""")
     fails = failures(root)
     if fails:

@@ -116,12 +116,16 @@ def test_bad_plans_name_the_field(data, field):
 def test_builtin_rmcat_plan_covers_rfc8867_and_8869():
     runs = expand_plan(load_plan("rmcat"), known_controllers=KNOWN)
     names = {r.scenario_name for r in runs}
-    # 5.3 (congested feedback link) needs a reverse bottleneck the simulator does not have yet.
-    for case in ("5.1", "5.2", "5.4", "5.5", "5.6", "5.7", "5.8"):
+    for case in ("5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8"):
         assert f"rmcat-{case}" in names, case
     assert any(n.startswith("rmcat-8869") for n in names)
     assert {r.seed for r in runs} == {1, 2, 3}
     assert {r.controller for r in runs} == {"gcc", "oracle"}
+    # 10 RFC 8867 cases (5.1-5.8, with 5.1 at 100 ms and 5.6 with a 1000 ms queue) + 4 RFC 8869 ones
+    assert len({r.scenario for r in runs}) == 14 and len(runs) == 14 * 2 * 3
+    # 5.3 has its reverse bottleneck and its backward flow in the resolved document
+    doc = next(r.scenario_doc for r in runs if r.scenario == "rmcat-5.3")
+    assert "reverse_link" in doc and [f.get("direction", "forward") for f in doc["flows"]] == ["forward", "reverse"]
 
 
 # --- the results store ------------------------------------------------------------------------
