@@ -199,7 +199,7 @@ fn forward_cost_of_congested_feedback(controller: &str) -> f64 {
 /// feedback. Controllers driven by one-way delay variation (GCC's trendline, NADA's queuing
 /// delay from receive-time deltas) do not see the reverse queue; RTT-based ones (Copa's
 /// standing RTT) read it as forward congestion and give up rate. Measured (seeds 1–3): GCC
-/// −0.4 pp, NADA −0.1 pp, Copa −6.7 pp (docs/rmcat.md).
+/// −0.4 pp, NADA −0.1 pp, Copa −6.7 pp (docs/scenarios.md).
 #[test]
 fn reverse_queueing_costs_rtt_based_copa_but_not_delay_gradient_controllers() {
     let (gcc, nada, copa) = (forward_cost_of_congested_feedback("gcc"), forward_cost_of_congested_feedback("nada"), forward_cost_of_congested_feedback("copa"));
