@@ -15,20 +15,14 @@ import pytest
 
 from ratelab.runner import RunResult, ScenarioRun
 from ratelab.scenario import Scenario, load_scenario
-from test_cli import assert_bad_input
+from test_cli import GOOD, assert_bad_input
 
 LINK_KEYS = {"utilization", "jain_index", "loss_rate", "capacity_kbps_mean", "queue_drops", "random_drops",
              "control_kbps_mean"}
 RETURN_KEYS = {"return_packets_sent", "return_packets_lost", "return_bytes_sent", "return_loss_rate"}
 
-ONE_WAY = textwrap.dedent("""
-    name = "t"
-    duration_s = 5
-    [link]
-    capacity_kbps = 1000
-    [[flows]]
-    kind = "media"
-""")
+# A one-flow scenario (test_cli's GOOD: 10 s, 1 Mbit/s, one media flow).
+ONE_WAY = GOOD
 
 
 def _file(tmp_path: Path, text: str) -> str:
