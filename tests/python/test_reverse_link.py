@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
 import pyarrow.parquet as pq
