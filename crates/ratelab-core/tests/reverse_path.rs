@@ -29,11 +29,12 @@ fn busy_two_way(seed_loss: f64) -> Scenario {
     }))
 }
 
-/// Every packet that reached a link is dropped, sent on, waiting or in service.
+/// Every packet that reached a link is dropped on arrival, sent on (exit drops included),
+/// waiting or in service.
 fn assert_link_conserves(l: &Link, what: &str) {
     let s = l.stats;
     let held = l.queue_packets() as u64 + l.in_service().is_some() as u64;
-    assert_eq!(s.arrived_packets, s.random_drops + s.queue_drops + s.departed_packets + held, "{what}: {s:?}");
+    assert_eq!(s.arrived_packets, (s.random_drops - s.exit_drops) + s.queue_drops + s.departed_packets + held, "{what}: {s:?}");
 }
 
 fn assert_conserves(sim: &Simulation, at: &str) {
@@ -226,4 +227,51 @@ fn delayed_feedback_triggers_gcc_window_pushback() {
     let (with, without) = (min_target(true), min_target(false));
     assert!(with <= 160.0, "with the window: {with}");
     assert!(without >= 800.0, "without the window: {without}");
+}
+
+mod random_two_way {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Any mix of directions, controllers, capacities, queues and losses on two links: no panic,
+    /// conservation on both links and both paths at the end, rates finite.
+    fn two_way(cap: (f64, f64), queue_ms: (f64, f64), loss: (f64, f64), flows: &[(bool, usize, bool)]) -> Scenario {
+        const CONTROLLERS: [&str; 6] = ["gcc", "nada", "copa", "bbr-webrtc", "fixed", "r3net"];
+        let fl: Vec<serde_json::Value> = flows.iter().map(|&(reverse, c, tcp)| if tcp {
+            serde_json::json!({"kind": "tcp", "direction": if reverse { "reverse" } else { "forward" }, "start_s": 1})
+        } else {
+            serde_json::json!({"kind": "media", "controller": CONTROLLERS[c % CONTROLLERS.len()], "direction": if reverse { "reverse" } else { "forward" },
+                               "feedback": {"mode": if c % 2 == 0 { "twcc" } else { "per-packet" }}})
+        }).collect();
+        scenario(serde_json::json!({
+            "name": "random-two-way", "duration_s": 6,
+            "link": {"capacity_kbps": cap.0, "queue": {"ms": queue_ms.0}, "loss": loss.0},
+            "reverse_link": {"capacity_kbps": cap.1, "queue": {"ms": queue_ms.1}, "loss": loss.1, "loss_after_queue": true},
+            "flows": fl, "metrics": {"packet_log": false}
+        }))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        #[test]
+        fn conserves_and_never_panics(
+            cap in (50.0f64..5000.0, 20.0f64..5000.0), queue_ms in (5.0f64..500.0, 5.0f64..500.0),
+            loss in (0.0f64..0.3, 0.0f64..0.5),
+            flows in proptest::collection::vec((any::<bool>(), 0usize..6, proptest::bool::weighted(0.2)), 1..4),
+            seed in 0u64..1000,
+        ) {
+            let sc = two_way(cap, queue_ms, loss, &flows);
+            let mut sim = build_simulation(&sc, seed, None).unwrap();
+            sim.run_until(Time::from_secs_f64(3.3));
+            assert_conserves(&sim, "3.3 s");
+            sim.run_to_end();
+            assert_conserves(&sim, "end");
+            let s = sim.summary();
+            for f in &s.flows {
+                prop_assert!(f.throughput_kbps.is_finite() && f.throughput_kbps >= 0.0);
+                prop_assert!(f.return_loss_rate.is_some_and(|r| (0.0..=1.0).contains(&r)));
+            }
+            prop_assert!(s.link.utilization <= 1.0 + 1e-9 && s.reverse_link.unwrap().utilization <= 1.0 + 1e-9);
+        }
+    }
 }

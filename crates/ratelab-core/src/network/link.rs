@@ -29,6 +29,10 @@ pub struct LinkStats {
     pub queue_drops: u64,
     pub departed_packets: u64,
     pub departed_bytes: i64,
+    /// Random drops at the exit (`loss_after_queue`): counted in `random_drops` *and* in
+    /// `departed_*` (they used their transmission time). Conservation:
+    /// arrived = random_drops − exit_drops + queue_drops + departed + held.
+    pub exit_drops: u64,
 }
 
 pub struct Link {
@@ -67,6 +71,7 @@ impl Link {
     pub fn drop_on_exit(&mut self, now: Time, rng: &mut ChaCha8Rng) -> bool {
         if !self.loss_after || now < self.loss_start || !self.loss.drop(rng) { return false; }
         self.stats.random_drops += 1;
+        self.stats.exit_drops += 1;
         true
     }
 
@@ -200,7 +205,7 @@ mod tests {
         assert_eq!(next, Some(Time::from_ms(16)), "the second packet still takes its 8 ms");
         l.complete(Time::from_ms(16)).unwrap();
         assert!(l.drop_on_exit(Time::from_ms(16), &mut rng));
-        assert_eq!((l.stats.random_drops, l.stats.departed_packets), (1, 2));
+        assert_eq!((l.stats.random_drops, l.stats.exit_drops, l.stats.departed_packets), (1, 1, 2));
         // At the entrance (default) the same model drops on arrival, before any transmission.
         let mut l = Link::new(CapacitySchedule::constant(Bitrate::from_kbps(1000)), QueueLimit::Unlimited, LossModel::Bernoulli(1.0), Time::ZERO);
         assert!(matches!(l.enqueue(Time::ZERO, pkt(0, 1000), &mut rng), Enqueued::Dropped(DropReason::Random, _)));
