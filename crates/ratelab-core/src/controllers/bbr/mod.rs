@@ -225,6 +225,32 @@ mod tests {
         assert!(up > 0 && other > 0);
     }
 
+    /// Algorithm 1's `in_flight > g·BDP` test (spec 6.2) uses the in-flight right after the
+    /// latest feedback, not the sender's count between feedbacks (which also holds packets that
+    /// already arrived and wait for the next report): a send that raises the sender's in-flight
+    /// far above `g·BDP` must not switch the pacing discount on; the next feedback decides.
+    #[test]
+    fn rbbr_pacing_discount_uses_in_flight_at_feedback() {
+        let mut h = Harness::new(Box::new(Rbbr::new(RbbrConfig::default(), &BuildContext::new(3))), Bitrate::from_kbps(4000), 20, constraints(20_000));
+        // Into PROBE_BW, then stop right after a feedback that left the discount off.
+        let mut t = 3000;
+        h.run_until(Time::from_ms(t));
+        while !(bbr_state(&*h.ctrl).0 == 2.0 && diag(&*h.ctrl, "rbbr_pacing_discount_active") == 0.0) {
+            t += 1;
+            assert!(t < 20_000, "never in PROBE_BW with the discount off");
+            h.run_until(Time::from_ms(t));
+        }
+        let (bw, gain) = (diag(&*h.ctrl, "bbr_bw_kbps"), bbr_state(&*h.ctrl).1);
+        let bdp = Bitrate::from_kbps_f64(bw) * Duration::from_ms_f64(diag(&*h.ctrl, "bbr_min_rtt_ms"));
+        // A send with in-flight = 3·g·BDP, then a tick: same state, pacing = g·BW (no discount).
+        let big = (bdp * (3.0 * gain)).get();
+        h.ctrl.on_packet_sent(&sp(1_000_000, t, big));
+        let u = h.ctrl.on_tick(Time::from_ms(t));
+        assert_eq!(diag(&*h.ctrl, "rbbr_pacing_discount_active"), 0.0, "a send switched the discount on");
+        let pacing = u.pacing_rate.expect("pacing").bps_f64();
+        assert!((pacing - gain * bw * 1000.0).abs() < 2.0, "pacing {pacing} vs g·BW {}", gain * bw * 1000.0);
+    }
+
     /// The congestion window is the one of spec 7.4 step 8 and it gates the sender: no packet
     /// leaves while in-flight ≥ cwnd, and in PROBE_BW the window is 2·BW·min_rtt + ack height.
     #[test]

@@ -121,7 +121,17 @@ pub struct Rbbr {
     model: BbrModel,
     constraints: Constraints,
     default_bw: Bitrate,
-    /// Bytes in flight as last reported (send or feedback).
+    /// Bytes in flight right after the latest feedback was applied
+    /// (`TransportFeedback::data_in_flight`), for Algorithm 1's `in_flight > g·BDP` test.
+    /// Deliberately not updated on sends: between two feedbacks the sender's count also holds
+    /// the packets that already reached the receiver and wait for the next report (up to one
+    /// feedback interval of data, 100 ms in RFC 8867 5.3), while `BDP = BW·min_rtt` takes its
+    /// RTT from the freshest packet of a report, which waited for none. With the count taken
+    /// at send time the test held with an empty queue for most of every interval (in-flight ≈
+    /// BW·(min_rtt + hold) ≈ 1.5 BDP at 100 ms feedback and 100 ms RTT), the discount was on
+    /// in every phase and the probe-up phase paced at `1.125·0.9 ≈ 1.01·BW`: after a
+    /// 0.5 → 2 Mbit/s step the rate took ~25 s to double instead of the paper's "×1.27 after
+    /// 8 cycles" (§IV). Right after a feedback the count is only what the network holds.
     in_flight: Bytes,
     pacing_discount_active: bool,
 }
@@ -183,7 +193,6 @@ impl Controller for Rbbr {
     }
 
     fn on_packet_sent(&mut self, p: &SentPacket) -> Update {
-        self.in_flight = p.data_in_flight;
         self.model.on_packet_sent(p);
         Update::default()
     }
