@@ -19,8 +19,7 @@ pub struct SendHistory {
     entries: VecDeque<(SentPacket, State)>,
     next_seq: u64,
     in_flight: Bytes,
-    /// Sequence numbers below this were already released by [`SendHistory::expire`] or by a
-    /// report that started above them.
+    /// Sequence numbers below this were already released (`release_while`).
     expired_upto: u64,
 }
 
@@ -51,14 +50,22 @@ impl SendHistory {
     /// them. Returns the bytes released. Without this a lost feedback packet would inflate
     /// in-flight (and block history pruning) for good.
     pub fn expire(&mut self, now: Time, max_age: Duration) -> Bytes {
+        let released = self.release_while(|sp| now - sp.send_time > max_age);
+        self.prune(now);
+        released
+    }
+
+    /// From the first packet not yet released, release packets while `release(packet)` holds:
+    /// still-in-flight ones leave the in-flight count (marked lost internally, not reported).
+    /// Returns the bytes released.
+    fn release_while(&mut self, release: impl Fn(&SentPacket) -> bool) -> Bytes {
         let mut released = Bytes::ZERO;
         let from = self.expired_upto.saturating_sub(self.base) as usize;
         for (sp, st) in self.entries.iter_mut().skip(from) {
-            if now - sp.send_time <= max_age { break; }
+            if !release(sp) { break; }
             if *st == State::InFlight { *st = State::Lost; self.in_flight -= sp.size; released += sp.size; }
             self.expired_upto = sp.seq + 1;
         }
-        self.prune(now);
         released
     }
 
@@ -68,12 +75,7 @@ impl SendHistory {
     /// them as lost, as libwebrtc's TransportFeedbackAdapter does for everything up to the
     /// newest acknowledged sequence number; a late report may still acknowledge them.
     fn release_before(&mut self, seq: u64) {
-        let from = self.expired_upto.saturating_sub(self.base) as usize;
-        for (sp, st) in self.entries.iter_mut().skip(from) {
-            if sp.seq >= seq { break; }
-            if *st == State::InFlight { *st = State::Lost; self.in_flight -= sp.size; }
-            self.expired_upto = sp.seq + 1;
-        }
+        self.release_while(|sp| sp.seq < seq);
     }
 
     fn prune(&mut self, now: Time) {
