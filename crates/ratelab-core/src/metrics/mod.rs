@@ -106,6 +106,12 @@ pub struct ReturnPathCounters {
     pub bytes_lost: i64,
 }
 
+impl ReturnPathCounters {
+    pub fn on_sent(&mut self, size: Bytes) { self.packets_sent += 1; self.bytes_sent += size.get(); }
+    pub fn on_delivered(&mut self, size: Bytes) { self.packets_delivered += 1; self.bytes_delivered += size.get(); }
+    pub fn on_lost(&mut self, size: Bytes) { self.packets_lost += 1; self.bytes_lost += size.get(); }
+}
+
 /// Jain's fairness index of a set of rates (1 = perfectly fair).
 pub fn jain_index(rates: &[f64]) -> f64 {
     let n = rates.len() as f64;

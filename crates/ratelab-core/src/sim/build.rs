@@ -221,7 +221,7 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
         };
         let mut metrics = FlowMetrics::new(start, stop);
         if two_way { metrics.return_path = Some(ReturnPathCounters::default()); }
-        flows.push(Flow { info, start, stop, dir, fwd_delay: fwd, ret_delay: ret, active: false, metrics, state });
+        flows.push(Flow { info, start, stop, fwd_delay: fwd, ret_delay: ret, active: false, metrics, state });
     }
 
     let mut links = Vec::new();

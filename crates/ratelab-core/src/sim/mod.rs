@@ -50,6 +50,11 @@ pub struct FlowInfo {
     pub return_delay_ms: f64,
 }
 
+impl Flow {
+    /// Which link the flow's data crosses (its feedback crosses the other one, if any).
+    pub fn dir(&self) -> Direction { self.info.direction }
+}
+
 pub enum FlowState {
     Media(Box<MediaFlow>),
     Tcp(Box<TcpFlow>),
@@ -59,8 +64,6 @@ pub struct Flow {
     pub info: FlowInfo,
     pub start: Time,
     pub stop: Time,
-    /// Which link the flow's data crosses (its feedback crosses the other one, if any).
-    pub dir: Direction,
     /// Data path delay after the bottleneck (link delay + flow propagation).
     pub fwd_delay: Duration,
     /// Return path delay (after the return link's queue when there is one).
@@ -267,11 +270,15 @@ impl Simulation {
 
     /// A data packet of its flow enters the flow's bottleneck.
     fn send_into_network(&mut self, pkt: Packet) {
-        let now = self.now;
         let flow = &mut self.flows[pkt.flow as usize];
         flow.metrics.on_sent(pkt.size);
-        let dir = flow.dir;
-        match self.links[dir.index()].enqueue(now, pkt, &mut self.rng) {
+        let dir = flow.dir();
+        self.enqueue(dir, pkt);
+    }
+
+    /// A packet (data or control) reaches the bottleneck of direction `dir`.
+    fn enqueue(&mut self, dir: Direction, pkt: Packet) {
+        match self.links[dir.index()].enqueue(self.now, pkt, &mut self.rng) {
             Enqueued::Accepted(Some(end)) => self.events.push(end, Event::LinkDone(dir)),
             Enqueued::Accepted(None) => {}
             Enqueued::Dropped(_, p) => self.on_dropped(p),
@@ -283,7 +290,7 @@ impl Simulation {
         let flow = &mut self.flows[p.flow as usize];
         if let Payload::Control { id } = p.payload {
             self.control.remove(&id);
-            if let Some(c) = flow.metrics.return_path.as_mut() { c.packets_lost += 1; c.bytes_lost += p.size.get(); }
+            if let Some(c) = flow.metrics.return_path.as_mut() { c.on_lost(p.size); }
             return;
         }
         flow.metrics.on_lost(p.size);
@@ -301,18 +308,13 @@ impl Simulation {
             return;
         };
         let size = msg.wire_size(&mut self.scratch);
-        counters.packets_sent += 1;
-        counters.bytes_sent += size.get();
+        counters.on_sent(size);
         let id = self.next_control_id;
         self.next_control_id += 1;
         self.control.insert(id, (f, msg));
         let pkt = Packet { flow: f, seq: id, size, send_time: now, enqueue_time: now, tx_start: now, probe_cluster: None, payload: Payload::Control { id } };
-        let dir = flow.dir.other();
-        match self.links[dir.index()].enqueue(now, pkt, &mut self.rng) {
-            Enqueued::Accepted(Some(end)) => self.events.push(end, Event::LinkDone(dir)),
-            Enqueued::Accepted(None) => {}
-            Enqueued::Dropped(_, p) => self.on_dropped(p),
-        }
+        let dir = flow.dir().other();
+        self.enqueue(dir, pkt);
     }
 
     fn on_link_done(&mut self, dir: Direction) {
@@ -335,7 +337,7 @@ impl Simulation {
         let now = self.now;
         if let Payload::Control { id } = pkt.payload {
             let Some((_, msg)) = self.control.remove(&id) else { return };
-            if let Some(c) = self.flows[pkt.flow as usize].metrics.return_path.as_mut() { c.packets_delivered += 1; c.bytes_delivered += pkt.size.get(); }
+            if let Some(c) = self.flows[pkt.flow as usize].metrics.return_path.as_mut() { c.on_delivered(pkt.size); }
             self.on_control(pkt.flow, msg);
             return;
         }
@@ -443,10 +445,12 @@ impl Simulation {
     fn on_series(&mut self) {
         let now = self.now;
         let iv = self.series_interval;
-        let caps: Vec<f64> = self.links.iter().map(|l| l.capacity().rate_at(now).kbps_f64()).collect();
+        let mut caps = [0.0; 2];
+        for (c, l) in caps.iter_mut().zip(&self.links) { *c = l.capacity().rate_at(now).kbps_f64(); }
         for flow in &mut self.flows {
             if !flow.active { continue; }
-            let (cap, qd) = (caps[flow.dir.index()], self.last_queue_delay[flow.dir.index()].as_ms_f64());
+            let d = flow.dir().index();
+            let (cap, qd) = (caps[d], self.last_queue_delay[d].as_ms_f64());
             let m = &mut flow.metrics;
             let s = &mut self.series;
             s.t_s.push(now.as_secs_f64());

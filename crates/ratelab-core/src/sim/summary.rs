@@ -82,14 +82,14 @@ impl Simulation {
         let mut flows = Vec::new();
         for f in &self.flows {
             let m = &f.metrics;
-            let cap = self.links[f.dir.index()].capacity();
+            let cap = self.links[f.dir().index()].capacity();
             let active = m.active(end);
             let thr = if active > Duration::ZERO { m.bytes_received.bits() as f64 / active.as_secs_f64() } else { 0.0 };
             let mean_cap = cap.mean_over(f.start, f.stop.min(end).max(f.start)).bps_f64();
             let video = match &f.state { FlowState::Media(mf) => Some(m.video.unwrap_or(mf.receiver.stats)), FlowState::Tcp(_) => None };
             let rp = m.return_path;
             flows.push(FlowSummary {
-                id: f.info.id, label: f.info.label.clone(), kind: f.info.kind, direction: f.dir, controller: f.info.controller.clone(),
+                id: f.info.id, label: f.info.label.clone(), kind: f.info.kind, direction: f.dir(), controller: f.info.controller.clone(),
                 start_s: f.info.start_s, stop_s: f.info.stop_s,
                 throughput_kbps: thr / 1e3,
                 utilization: if mean_cap > 0.0 { thr / mean_cap } else { 0.0 },
@@ -122,9 +122,9 @@ impl Simulation {
         let link: &Link = &self.links[dir.index()];
         let cap = link.capacity();
         // fold from +0.0: an empty f64 sum is -0.0, which would print as "-0.0" for an unused link.
-        let delivered_bits = self.flows.iter().filter(|f| f.dir == dir).fold(0.0, |a, f| a + f.metrics.bytes_received.bits() as f64);
+        let delivered_bits = self.flows.iter().filter(|f| f.dir() == dir).fold(0.0, |a, f| a + f.metrics.bytes_received.bits() as f64);
         // Control packets crossing this link belong to the flows of the other direction.
-        let control_bits = self.flows.iter().filter(|f| f.dir != dir).filter_map(|f| f.metrics.return_path).fold(0.0, |a, c| a + c.bytes_delivered as f64 * 8.0);
+        let control_bits = self.flows.iter().filter(|f| f.dir() != dir).filter_map(|f| f.metrics.return_path).fold(0.0, |a, c| a + c.bytes_delivered as f64 * 8.0);
         let cap_bits = cap.mean_over(Time::ZERO, end).bps_f64() * end.as_secs_f64();
         let st = &link.stats;
         LinkSummary {
@@ -148,7 +148,7 @@ impl Simulation {
             let (t0, t1) = (Time::from_secs_f64(s as f64), Time::from_secs_f64(s as f64 + 1.0));
             rates.clear();
             for f in &self.flows {
-                if f.info.kind != FlowKind::Media || f.dir != dir || f.start > t0 || f.stop < t1 { continue; }
+                if f.info.kind != FlowKind::Media || f.dir() != dir || f.start > t0 || f.stop < t1 { continue; }
                 rates.push(f.metrics.goodput_bins.get(s).copied().unwrap_or(0) as f64);
             }
             if rates.len() >= 2 { acc += jain_index(&rates); n += 1; }
