@@ -15,7 +15,7 @@ use ratelab_core::network::capacity::CapacitySchedule;
 use ratelab_core::network::link::{DropReason, Enqueued, Link, QueueLimit};
 use ratelab_core::network::loss::LossModel;
 use ratelab_core::network::packet::{Packet, Payload};
-use ratelab_core::scenario::{LinkConfig, Scenario};
+use ratelab_core::scenario::{validate_link, LinkConfig};
 use ratelab_core::sim::build::{build_link, capacity_schedule, derive_seed};
 use ratelab_core::sim::events::EventQueue;
 use ratelab_core::{Bitrate, Bytes, Duration, Time};
@@ -134,10 +134,12 @@ impl Direction {
 #[derive(Debug)]
 enum Ev { LinkDone(usize), Deliver(usize, u64) }
 
-/// Validate a link configuration on its own (errors name `link.<field>`).
-pub fn validate_link(link: &LinkConfig) -> Result<(), String> {
-    let sc = Scenario { name: "emulate".into(), description: String::new(), duration_s: 1.0, link: link.clone(), reverse_link: None, flows: vec![serde_json::from_value(serde_json::json!({"kind": "media"})).map_err(|e| e.to_string())?], metrics: Default::default() };
-    sc.validate().map_err(|e| e.to_string())
+/// Check one link section (`link` or `reverse_link`) and build its bottleneck; errors name
+/// `section.<field>`.
+fn link_for(section: &str, l: &LinkConfig, end: Time) -> Result<Link, String> {
+    validate_link(section, l).map_err(|e| e.to_string())?;
+    let capacity = capacity_schedule(l).map_err(|e| e.prefixed(section).to_string())?;
+    build_link(l, capacity, end).map_err(|e| e.prefixed(section).to_string())
 }
 
 pub struct Emulator {
@@ -155,16 +157,12 @@ impl Emulator {
     /// Bind `listen` and build both directions' links. Trace files must already be read into
     /// `link.trace_content`.
     pub fn new(opts: EmulatorOptions, listen: SocketAddr, forward: SocketAddr, clock: LiveClock, stop: StopFlag) -> Result<Emulator, String> {
-        validate_link(&opts.link)?;
         let end = if opts.duration_s > 0.0 { Time::from_secs_f64(opts.duration_s) } else { Time::from_secs_f64(3600.0) };
-        let capacity = capacity_schedule(&opts.link).map_err(|e| e.to_string())?;
-        let fwd = build_link(&opts.link, capacity.clone(), end).map_err(|e| e.to_string())?;
+        let fwd = link_for("link", &opts.link, end)?;
+        let capacity = fwd.capacity().clone();
         let fwd_delay = Duration::from_ms_f64(opts.link.delay_ms + opts.forward_delay_ms);
         let rev = match &opts.reverse_link {
-            Some(l) => {
-                validate_link(l).map_err(|e| format!("reverse_{e}"))?;
-                build_link(l, capacity_schedule(l).map_err(|e| e.to_string())?, end).map_err(|e| e.to_string())?
-            }
+            Some(l) => link_for("reverse_link", l, end)?,
             None => Link::new(CapacitySchedule::constant(Bitrate::INFINITY), QueueLimit::Unlimited, LossModel::None, Time::ZERO),
         };
         let rev_delay = Duration::from_ms_f64(opts.reverse_delay_ms + opts.reverse_link.as_ref().map_or(0.0, |l| l.delay_ms));

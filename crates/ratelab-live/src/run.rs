@@ -86,7 +86,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         loopback(), loopback(), clock, inner_stop.clone(),
     ).map_err(|e| ConfigError::new("link", e))?;
     let emu_addr = emu.local_addr().ok_or_else(|| ConfigError::new("", "emulator socket has no address"))?;
-    let capacity = Some(ratelab_core::sim::build::capacity_schedule(&sc.link)?);
+    let capacity = Some(ratelab_core::sim::build::capacity_schedule(&sc.link).map_err(|e| e.prefixed("link"))?);
     let recv = Receiver::new(&flow, ReceiverOptions {
         format: o.format, first_packet_timeout_s: flow.start_s + 30.0, silence_timeout_s: 10.0,
         max_duration_s: sc.duration_s + o.drain_s + 5.0, base_delay_ms: Some(fwd_delay_ms), series_interval_ms: sc.metrics.series_interval_ms,
@@ -165,7 +165,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         },
         reverse_link: match &sc.reverse_link {
             Some(l) => {
-                let rcap = ratelab_core::sim::build::capacity_schedule(l)?;
+                let rcap = ratelab_core::sim::build::capacity_schedule(l).map_err(|e| e.prefixed("reverse_link"))?;
                 Some(LinkSummary {
                     utilization: 0.0,
                     jain_index: 1.0,

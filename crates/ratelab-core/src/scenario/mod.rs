@@ -337,7 +337,7 @@ fn prob(field: &str, v: f64) -> Result<(), ConfigError> {
 }
 
 /// Range checks of one link section (`link` or `reverse_link`); errors name `prefix.field`.
-fn validate_link(prefix: &str, l: &LinkConfig) -> Result<(), ConfigError> {
+pub fn validate_link(prefix: &str, l: &LinkConfig) -> Result<(), ConfigError> {
     let f = |name: &str| format!("{prefix}.{name}");
     let n = l.capacity_kbps.is_some() as u8 + l.steps.is_some() as u8 + (l.trace.is_some() || l.trace_content.is_some()) as u8;
     if n != 1 { return Err(ConfigError::new(prefix, "give exactly one of capacity_kbps, steps, trace")); }

@@ -34,13 +34,15 @@ pub fn derive_seed(seed: u64, stream: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The capacity over time of a link section; errors name the field inside the section
+/// (`trace`), for the caller to prefix with the section (`link` / `reverse_link`).
 pub fn capacity_schedule(link: &LinkConfig) -> Result<CapacitySchedule, ConfigError> {
     if let Some(c) = link.capacity_kbps { return Ok(CapacitySchedule::constant(Bitrate::from_kbps_f64(c))); }
     if let Some(steps) = &link.steps {
         let s = steps.iter().map(|(t, c)| (Time::from_secs_f64(*t), Bitrate::from_kbps_f64(*c))).collect();
         return Ok(CapacitySchedule::stepped(s, None));
     }
-    let trace = load_trace(link).map_err(|e| ConfigError::new("link.trace", e.to_string()))?;
+    let trace = load_trace(link).map_err(|e| ConfigError::new("trace", e.to_string()))?;
     Ok(schedule_from_trace(&trace, link.trace_loop))
 }
 
@@ -88,13 +90,13 @@ pub fn loss_model(link: &LinkConfig) -> LossModel {
 
 /// The bottleneck of a link configuration (capacity, drop-tail queue, loss, trace loss/delay
 /// overlay). `end`: run length, for queue sizes given in ms of a trace's mean rate. Used by the
-/// simulator and by the live link emulator.
+/// simulator and by the live link emulator. Errors name the field inside the section.
 pub fn build_link(link: &LinkConfig, capacity: CapacitySchedule, end: Time) -> Result<Link, ConfigError> {
     let limit = queue_limit(link, &capacity, end);
     let mut l = Link::new(capacity, limit, loss_model(link), Time::from_secs_f64(link.loss_start_s));
     l.set_loss_after_queue(link.loss_after_queue);
     if link.trace_content.is_some() {
-        let trace = load_trace(link).map_err(|e| ConfigError::new("link.trace", e.to_string()))?;
+        let trace = load_trace(link).map_err(|e| ConfigError::new("trace", e.to_string()))?;
         l.set_trace_overlay(trace, link.trace_loop);
     }
     Ok(l)
@@ -151,13 +153,12 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
 pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Option<&str>, read_file: Option<FileReader>) -> Result<Simulation, ConfigError> {
     sc.validate()?;
     let end = Time::from_secs_f64(sc.duration_s);
-    // Link configurations by direction: [forward, reverse (RFC 8867 5.3)].
-    let link_cfgs: Vec<&LinkConfig> = std::iter::once(&sc.link).chain(sc.reverse_link.as_ref()).collect();
+    // Link sections by direction: [forward, reverse (RFC 8867 5.3)].
+    let link_cfgs: Vec<(&str, &LinkConfig)> = std::iter::once(("link", &sc.link)).chain(sc.reverse_link.as_ref().map(|l| ("reverse_link", l))).collect();
     let two_way = link_cfgs.len() == 2;
-    let in_reverse = |e: ConfigError, d: usize| if d == 1 { ConfigError::new(e.field.replacen("link", "reverse_link", 1), e.message) } else { e };
     let mut capacities = Vec::new();
-    for (d, l) in link_cfgs.iter().enumerate() { capacities.push(capacity_schedule(l).map_err(|e| in_reverse(e, d))?); }
-    let link_delays: Vec<Duration> = link_cfgs.iter().map(|l| Duration::from_ms_f64(l.delay_ms)).collect();
+    for (section, l) in &link_cfgs { capacities.push(capacity_schedule(l).map_err(|e| e.prefixed(section))?); }
+    let link_delays: Vec<Duration> = link_cfgs.iter().map(|(_, l)| Duration::from_ms_f64(l.delay_ms)).collect();
 
     // Expand `count` and compute activity windows first: the oracle needs all of them.
     let mut specs = Vec::new();
@@ -225,8 +226,8 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
     }
 
     let mut links = Vec::new();
-    for (d, (l, cap)) in link_cfgs.iter().zip(capacities).enumerate() {
-        links.push(build_link(l, cap, end).map_err(|e| in_reverse(e, d))?);
+    for ((section, l), cap) in link_cfgs.iter().zip(capacities) {
+        links.push(build_link(l, cap, end).map_err(|e| e.prefixed(section))?);
     }
     let mut sim = Simulation {
         now: Time::ZERO,
