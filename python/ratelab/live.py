@@ -117,17 +117,8 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
 
         print(f"warning: {name}: {warning}", file=sys.stderr)
     duration = float(summary.get("duration_s", sc.duration_s))
-    return RunResult(
-        name=name,
-        controller=controller or label,
-        wall_seconds=wall,
-        sim_speed=duration / wall if wall > 0 else float("inf"),
-        link=dict(summary.get("link", {})),
-        flows=[dict(f) for f in summary.get("flows", [])],
-        duration_s=duration,
-        dir=run_dir,
-        reverse_link=dict(summary["reverse_link"]) if summary.get("reverse_link") is not None else None,
-    )
+    return RunResult.from_summary(summary, name=name, controller=controller or label, wall=wall, duration=duration,
+                                  dir=run_dir)
 
 
 def _strict(v: Any) -> Any:

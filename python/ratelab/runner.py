@@ -46,6 +46,23 @@ class RunResult:
     #: (RFC 8867 5.3: a scenario with a ``[reverse_link]``).
     reverse_link: dict[str, Any] | None = None
 
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any], *, name: str, controller: str, wall: float, duration: float,
+                     dir: Path | None) -> "RunResult":
+        """A run from the core's (or the live driver's) summary dict."""
+        reverse = summary.get("reverse_link")
+        return cls(
+            name=name,
+            controller=controller,
+            wall_seconds=wall,
+            sim_speed=duration / wall if wall > 0 else float("inf"),
+            link=dict(summary.get("link", {})),
+            flows=[dict(f) for f in summary.get("flows", [])],
+            duration_s=duration,
+            dir=dir,
+            reverse_link=dict(reverse) if reverse is not None else None,
+        )
+
     @property
     def packets(self) -> int:
         """Packets the simulation sent (all flows), for speed figures."""
@@ -263,18 +280,8 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
             with contextlib.suppress(OSError):
                 run_dir.rmdir()  # only if empty: leave no trace of a run that did not finish
         raise
-    reverse = summary.get("reverse_link")
-    return RunResult(
-        name=name,
-        controller=controller or label,
-        wall_seconds=wall,
-        sim_speed=duration / wall if wall > 0 else float("inf"),
-        link=dict(summary.get("link", {})),
-        flows=[dict(f) for f in summary.get("flows", [])],
-        duration_s=duration,
-        dir=run_dir,
-        reverse_link=dict(reverse) if reverse is not None else None,
-    )
+    return RunResult.from_summary(summary, name=name, controller=controller or label, wall=wall, duration=duration,
+                                  dir=run_dir)
 
 
 def _unique(name: str, taken: list[str]) -> str:
