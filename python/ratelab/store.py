@@ -29,10 +29,13 @@ import time
 import traceback
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from . import __version__
 from .campaign import RunSpec
+
+if TYPE_CHECKING:  # the runner (and the native core) load only when a run executes
+    from .runner import RunResult
 
 DONE_FILE = "flows.parquet"
 ERROR_FILE = "error.json"
@@ -149,14 +152,13 @@ def _simulate(spec: RunSpec, run_dir: Path):
     return result
 
 
-def flow_rows(spec: RunSpec, result: Any) -> list[dict[str, Any]]:
+def flow_rows(spec: RunSpec, result: RunResult) -> list[dict[str, Any]]:
     """flows.parquet rows: the simulator's flow summary plus run-level columns (``link_*``, and
     ``reverse_link_*`` when the scenario has a reverse bottleneck)."""
     rows = []
     run_cols: dict[str, Any] = {f"link_{k}": _num(v) for k, v in result.link.items()}
-    reverse = getattr(result, "reverse_link", None)
-    if reverse is not None:
-        run_cols.update({f"reverse_link_{k}": _num(v) for k, v in reverse.items()})
+    if result.reverse_link is not None:
+        run_cols.update({f"reverse_link_{k}": _num(v) for k, v in result.reverse_link.items()})
     run_cols.update({
         "controller_name": spec.controller_name, "scenario_name": spec.scenario_name,
         "duration_s": float(result.duration_s), "wall_seconds": float(result.wall_seconds),
