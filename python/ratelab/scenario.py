@@ -28,13 +28,17 @@ PACKAGE_DIR = Path(str(resources.files("ratelab")))
 SCENARIO_DIR = PACKAGE_DIR / "scenarios"
 TRACE_DIR = PACKAGE_DIR / "traces"
 
+#: The link sections of a scenario: the bottleneck and the optional reverse one (RFC 8867 5.3).
+LINK_SECTIONS = ("link", "reverse_link")
+
 # Keys of which a document may hold only one: setting one with --set drops the others, so that
-# e.g. `--set link.capacity_kbps=2000` works on a scenario defined by steps or by a trace.
+# e.g. `--set link.capacity_kbps=2000` works on a scenario defined by steps or by a trace. Both
+# link sections have the same rules.
 _EXCLUSIVE = {
-    ("link",): ({"capacity_kbps", "steps", "trace", "trace_content"},),
-    ("link", "queue"): ({"bytes", "packets", "ms"},),
-    ("reverse_link",): ({"capacity_kbps", "steps", "trace", "trace_content"},),
-    ("reverse_link", "queue"): ({"bytes", "packets", "ms"},),
+    path: rule
+    for section in LINK_SECTIONS
+    for path, rule in (((section,), ({"capacity_kbps", "steps", "trace", "trace_content"},)),
+                       ((section, "queue"), ({"bytes", "packets", "ms"},)))
 }
 
 
@@ -96,7 +100,7 @@ class Scenario:
             raise from_core(exc, self.source) from None
 
     def _resolve_trace(self) -> None:
-        for key in ("link", "reverse_link"):
+        for key in LINK_SECTIONS:
             link = self.data.get(key)
             if isinstance(link, dict) and isinstance(link.get("trace"), str):
                 base = self.path.parent if self.path else None
