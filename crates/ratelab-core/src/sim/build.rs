@@ -158,48 +158,24 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
     let two_way = link_cfgs.len() == 2;
     let mut capacities = Vec::new();
     for (section, l) in &link_cfgs { capacities.push(capacity_schedule(l).map_err(|e| e.prefixed(section))?); }
-    let link_delays: Vec<Duration> = link_cfgs.iter().map(|(_, l)| Duration::from_ms_f64(l.delay_ms)).collect();
 
-    // Expand `count` and compute activity windows first: the oracle needs all of them.
-    let mut specs = Vec::new();
-    for (i, fc) in sc.flows.iter().enumerate() {
-        for k in 0..fc.count {
-            let start = Time::from_secs_f64(fc.start_s);
-            let stop = fc.stop_s.map_or(end, Time::from_secs_f64).min(end);
-            specs.push((i, k, start, stop));
-        }
-    }
+    let specs = expand_flows(sc, controller_override);
     // Activity windows of the flows sharing each direction's link (the oracle's fair share).
-    let windows: Vec<(Direction, Time, Time)> = specs.iter().map(|s| (sc.flows[s.0].direction, s.2, s.3)).collect();
+    let windows = activity_windows(&specs);
 
     let mut flows = Vec::new();
-    for (id, (i, k, start, stop)) in specs.into_iter().enumerate() {
+    for spec in specs {
+        let FlowSpec { index: i, info, start, stop, fwd_delay: fwd, ret_delay: ret, params } = spec;
         let fc = &sc.flows[i];
         let field = format!("flows[{i}]");
-        let id32 = id as u32;
-        let label = match (&fc.label, fc.count) {
-            (Some(l), 1) => l.clone(),
-            (Some(l), _) => format!("{l}{k}"),
-            (None, _) => format!("{}{}", match fc.kind { FlowKind::Media => "media", FlowKind::Tcp => "tcp" }, id),
-        };
-        let dir = fc.direction;
-        let fwd = link_delays[dir.index()] + Duration::from_ms_f64(fc.one_way_delay_ms);
-        // With a return link, its own delay is part of the return path too.
-        let ret_link_delay = if two_way { link_delays[dir.other().index()] } else { Duration::ZERO };
-        let ret = ret_link_delay + Duration::from_ms_f64(fc.return_delay_ms.unwrap_or(fc.one_way_delay_ms));
-        let (controller_name, params) = match controller_override {
-            Some(c) if c != fc.controller => (c.to_string(), serde_json::Value::Null),
-            _ => (fc.controller.clone(), fc.params.clone()),
-        };
+        let id = info.id as usize;
+        let dir = info.direction;
+        let controller_name = info.controller.clone();
         let state = match fc.kind {
             FlowKind::Media => {
                 let mut cx = BuildContext::new(derive_seed(seed, 1000 + id as u64));
                 cx.read_file = read_file.clone();
-                let (cap2, win2) = (capacities[dir.index()].clone(), windows.clone());
-                cx.fair_share = Some(Arc::new(move |t: Time| {
-                    let n = win2.iter().filter(|(d, s, e)| *d == dir && *s <= t && t < *e).count().max(1);
-                    cap2.rate_at(t) / n as i64
-                }));
+                cx.fair_share = Some(fair_share(capacities[dir.index()].clone(), windows.clone(), dir));
                 FlowState::Media(Box::new(build_media_flow(fc, &field, &controller_name, &params, &cx, seed, id as u64)?))
             }
             FlowKind::Tcp => {
@@ -215,10 +191,6 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
                 let sender = TcpSender::with_seed(&cfg, derive_seed(seed, 3000 + id as u64)).map_err(|e| e.prefixed(&format!("{field}.tcp")))?;
                 FlowState::Tcp(Box::new(TcpFlow { sender, receiver: TcpReceiver::new(&cfg), sender_wake: None, receiver_wake: None, on_off }))
             }
-        };
-        let info = FlowInfo {
-            id: id32, label, kind: fc.kind, direction: dir, controller: match fc.kind { FlowKind::Media => controller_name, FlowKind::Tcp => tcp_cc_name(&fc.tcp) },
-            start_s: start.as_secs_f64(), stop_s: stop.as_secs_f64(), one_way_delay_ms: fwd.as_ms_f64(), return_delay_ms: ret.as_ms_f64(),
         };
         let mut metrics = FlowMetrics::new(start, stop);
         if two_way { metrics.return_path = Some(ReturnPathCounters::default()); }
@@ -256,6 +228,78 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
     }
     sim.events.push(Time::ZERO + sim.series_interval, Event::Series);
     Ok(sim)
+}
+
+/// One flow of a scenario after `count` is expanded: its id, label and delays as the
+/// simulator uses them. Shared by the simulator and the live driver, so both name, time and
+/// delay the flows the same way.
+#[derive(Clone, Debug)]
+pub struct FlowSpec {
+    /// Index of the flow's section in `scenario.flows`.
+    pub index: usize,
+    pub info: FlowInfo,
+    pub start: Time,
+    pub stop: Time,
+    /// Data path delay after the data bottleneck: that link's `delay_ms` + `one_way_delay_ms`.
+    pub fwd_delay: Duration,
+    /// Return path delay: `return_delay_ms` (default `one_way_delay_ms`), plus the other link's
+    /// `delay_ms` when the scenario has a `reverse_link`.
+    pub ret_delay: Duration,
+    /// Controller parameters (`Null` when `controller_override` replaced the controller).
+    pub params: serde_json::Value,
+}
+
+/// Expand `count`, name the flows (`label`, `label{k}`, or `media{id}` / `tcp{id}`), and work
+/// out each one's activity window and delays. `controller_override` replaces the controller of
+/// every media flow (its parameters are dropped unless it names the same controller).
+pub fn expand_flows(sc: &Scenario, controller_override: Option<&str>) -> Vec<FlowSpec> {
+    let end = Time::from_secs_f64(sc.duration_s);
+    let link_delays: Vec<Duration> = std::iter::once(&sc.link).chain(sc.reverse_link.as_ref()).map(|l| Duration::from_ms_f64(l.delay_ms)).collect();
+    let two_way = link_delays.len() == 2;
+    let mut specs = Vec::new();
+    for (i, fc) in sc.flows.iter().enumerate() {
+        for k in 0..fc.count {
+            let id = specs.len();
+            let start = Time::from_secs_f64(fc.start_s);
+            let stop = fc.stop_s.map_or(end, Time::from_secs_f64).min(end);
+            let label = match (&fc.label, fc.count) {
+                (Some(l), 1) => l.clone(),
+                (Some(l), _) => format!("{l}{k}"),
+                (None, _) => format!("{}{}", match fc.kind { FlowKind::Media => "media", FlowKind::Tcp => "tcp" }, id),
+            };
+            let dir = fc.direction;
+            // A reverse flow without a reverse_link fails validation; never index past the links.
+            let fwd = link_delays.get(dir.index()).copied().unwrap_or(Duration::ZERO) + Duration::from_ms_f64(fc.one_way_delay_ms);
+            // With a return link, its own delay is part of the return path too.
+            let ret_link_delay = if two_way { link_delays[dir.other().index()] } else { Duration::ZERO };
+            let ret = ret_link_delay + Duration::from_ms_f64(fc.return_delay_ms.unwrap_or(fc.one_way_delay_ms));
+            let (controller_name, params) = match controller_override {
+                Some(c) if c != fc.controller => (c.to_string(), serde_json::Value::Null),
+                _ => (fc.controller.clone(), fc.params.clone()),
+            };
+            let info = FlowInfo {
+                id: id as u32, label, kind: fc.kind, direction: dir,
+                controller: match fc.kind { FlowKind::Media => controller_name, FlowKind::Tcp => tcp_cc_name(&fc.tcp) },
+                start_s: start.as_secs_f64(), stop_s: stop.as_secs_f64(), one_way_delay_ms: fwd.as_ms_f64(), return_delay_ms: ret.as_ms_f64(),
+            };
+            specs.push(FlowSpec { index: i, info, start, stop, fwd_delay: fwd, ret_delay: ret, params });
+        }
+    }
+    specs
+}
+
+/// Activity windows of all flows, by the direction their data travels.
+pub fn activity_windows(specs: &[FlowSpec]) -> Vec<(Direction, Time, Time)> {
+    specs.iter().map(|s| (s.info.direction, s.start, s.stop)).collect()
+}
+
+/// The `oracle`'s fair share on the link of direction `dir`: its capacity divided by the
+/// number of flows of that direction active at the time.
+pub fn fair_share(capacity: CapacitySchedule, windows: Vec<(Direction, Time, Time)>, dir: Direction) -> Arc<dyn Fn(Time) -> Bitrate + Send + Sync> {
+    Arc::new(move |t: Time| {
+        let n = windows.iter().filter(|(d, s, e)| *d == dir && *s <= t && t < *e).count().max(1);
+        capacity.rate_at(t) / n as i64
+    })
 }
 
 /// Name shown for a TCP flow's controller, e.g. `tcp-newreno`.

@@ -1,8 +1,10 @@
 //! End-of-run summary: the numbers `summary.json` reports.
 
-use super::{FlowState, Simulation};
-use crate::metrics::jain_index;
-use crate::network::link::Link;
+use super::{FlowInfo, FlowState, Simulation};
+use crate::media::receiver::VideoStats;
+use crate::metrics::{jain_index, FlowMetrics};
+use crate::network::capacity::CapacitySchedule;
+use crate::network::link::{Link, LinkStats};
 use crate::scenario::{Direction, FlowKind};
 use crate::units::{Duration, Time};
 use serde::Serialize;
@@ -76,83 +78,118 @@ pub struct RunSummary {
     pub flows: Vec<FlowSummary>,
 }
 
+/// One flow as the summary sees it: its description and what a driver measured.
+pub struct FlowRecord<'a> {
+    pub info: &'a FlowInfo,
+    /// Activity window (`metrics.start`, `metrics.stop`), counters, histograms, goodput bins and
+    /// return-path counters.
+    pub metrics: &'a FlowMetrics,
+    /// Frame statistics of a media flow; `None` for TCP.
+    pub video: Option<VideoStats>,
+}
+
+/// One bottleneck as the summary sees it: its capacity over time and its counters.
+pub struct LinkRecord<'a> {
+    pub capacity: &'a CapacitySchedule,
+    pub stats: LinkStats,
+}
+
+/// The summary of a run that ended at `end`, from its flows and its links (`links[0]` forward,
+/// `links[1]` the reverse bottleneck when there is one). Shared by every driver (the simulator
+/// and the live mode), so that a number means the same thing whichever produced it.
+pub fn summarize(end: Time, events: u64, links: &[LinkRecord], flows: &[FlowRecord]) -> RunSummary {
+    let fwd = Direction::Forward.index();
+    let mut out = Vec::new();
+    for f in flows {
+        let m = f.metrics;
+        let Some(link) = links.get(f.info.direction.index()).or(links.get(fwd)) else { continue };
+        let active = m.active(end);
+        let thr = if active > Duration::ZERO { m.bytes_received.bits() as f64 / active.as_secs_f64() } else { 0.0 };
+        let mean_cap = link.capacity.mean_over(m.start, m.stop.min(end).max(m.start)).bps_f64();
+        let video = f.video;
+        let rp = m.return_path;
+        out.push(FlowSummary {
+            id: f.info.id, label: f.info.label.clone(), kind: f.info.kind, direction: f.info.direction, controller: f.info.controller.clone(),
+            start_s: f.info.start_s, stop_s: f.info.stop_s,
+            throughput_kbps: thr / 1e3,
+            utilization: if mean_cap > 0.0 { thr / mean_cap } else { 0.0 },
+            owd_ms_mean: m.owd_mean_ms(), owd_ms_p50: m.owd_quantile_ms(0.5), owd_ms_p95: m.owd_quantile_ms(0.95),
+            queue_delay_ms_mean: m.queue_mean_ms(), queue_delay_ms_p95: m.queue_quantile_ms(0.95),
+            loss_rate: m.loss_rate(),
+            freeze_count: video.map(|v| v.freeze_count),
+            freeze_ratio: video.map(|v| if active > Duration::ZERO { v.freeze_duration.as_secs_f64() / active.as_secs_f64() } else { 0.0 }),
+            frame_delay_ms_mean: video.and_then(|v| v.mean_frame_delay()).map(|d| d.as_ms_f64()),
+            frames_rendered: video.map(|v| v.frames_rendered),
+            psnr_db_mean: video.and_then(|v| v.mean_psnr_db()),
+            packets_sent: m.packets_sent, packets_received: m.packets_received, packets_lost: m.packets_lost,
+            bytes_sent: m.bytes_sent.get(), bytes_received: m.bytes_received.get(),
+            return_packets_sent: rp.map(|c| c.packets_sent),
+            return_packets_lost: rp.map(|c| c.packets_lost),
+            return_bytes_sent: rp.map(|c| c.bytes_sent),
+            return_loss_rate: rp.map(|c| if c.packets_sent > 0 { c.packets_lost as f64 / c.packets_sent as f64 } else { 0.0 }),
+        });
+    }
+    RunSummary {
+        duration_s: end.as_secs_f64(),
+        events,
+        link: links.get(fwd).map_or_else(empty_link, |l| link_summary(Direction::Forward, l, flows, end)),
+        reverse_link: links.get(Direction::Reverse.index()).map(|l| link_summary(Direction::Reverse, l, flows, end)),
+        flows: out,
+    }
+}
+
+fn empty_link() -> LinkSummary {
+    LinkSummary { utilization: 0.0, jain_index: 1.0, loss_rate: 0.0, capacity_kbps_mean: 0.0, queue_drops: 0, random_drops: 0, control_kbps_mean: 0.0 }
+}
+
+fn link_summary(dir: Direction, link: &LinkRecord, flows: &[FlowRecord], end: Time) -> LinkSummary {
+    let cap = link.capacity;
+    // fold from +0.0: an empty f64 sum is -0.0, which would print as "-0.0" for an unused link.
+    let delivered_bits = flows.iter().filter(|f| f.info.direction == dir).fold(0.0, |a, f| a + f.metrics.bytes_received.bits() as f64);
+    // Control packets crossing this link belong to the flows of the other direction.
+    let control_bits = flows.iter().filter(|f| f.info.direction != dir).filter_map(|f| f.metrics.return_path).fold(0.0, |a, c| a + c.bytes_delivered as f64 * 8.0);
+    let cap_bits = cap.mean_over(Time::ZERO, end).bps_f64() * end.as_secs_f64();
+    let st = &link.stats;
+    LinkSummary {
+        utilization: if cap_bits > 0.0 { delivered_bits / cap_bits } else { 0.0 },
+        jain_index: jain_over_time(dir, flows, end),
+        loss_rate: if st.arrived_packets > 0 { (st.random_drops + st.queue_drops) as f64 / st.arrived_packets as f64 } else { 0.0 },
+        capacity_kbps_mean: cap.mean_over(Time::ZERO, end).kbps_f64(),
+        queue_drops: st.queue_drops,
+        random_drops: st.random_drops,
+        control_kbps_mean: if end > Time::ZERO { control_bits / end.as_secs_f64() / 1e3 } else { 0.0 },
+    }
+}
+
+/// Mean Jain index of the media flows of one direction, over the whole seconds in which at
+/// least two of them were active for the entire second.
+fn jain_over_time(dir: Direction, flows: &[FlowRecord], end: Time) -> f64 {
+    let secs = (end.as_us() / 1_000_000) as usize;
+    let mut acc = 0.0;
+    let mut n = 0usize;
+    let mut rates = Vec::new();
+    for s in 0..secs {
+        let (t0, t1) = (Time::from_secs_f64(s as f64), Time::from_secs_f64(s as f64 + 1.0));
+        rates.clear();
+        for f in flows {
+            let m = f.metrics;
+            if f.info.kind != FlowKind::Media || f.info.direction != dir || m.start > t0 || m.stop < t1 { continue; }
+            rates.push(m.goodput_bins.get(s).copied().unwrap_or(0) as f64);
+        }
+        if rates.len() >= 2 { acc += jain_index(&rates); n += 1; }
+    }
+    if n == 0 { 1.0 } else { acc / n as f64 }
+}
+
 impl Simulation {
     pub fn summary(&self) -> RunSummary {
         let end = self.now.min(self.end);
-        let mut flows = Vec::new();
-        for f in &self.flows {
-            let m = &f.metrics;
-            let cap = self.links[f.dir().index()].capacity();
-            let active = m.active(end);
-            let thr = if active > Duration::ZERO { m.bytes_received.bits() as f64 / active.as_secs_f64() } else { 0.0 };
-            let mean_cap = cap.mean_over(f.start, f.stop.min(end).max(f.start)).bps_f64();
-            let video = match &f.state { FlowState::Media(mf) => Some(m.video.unwrap_or(mf.receiver.stats)), FlowState::Tcp(_) => None };
-            let rp = m.return_path;
-            flows.push(FlowSummary {
-                id: f.info.id, label: f.info.label.clone(), kind: f.info.kind, direction: f.dir(), controller: f.info.controller.clone(),
-                start_s: f.info.start_s, stop_s: f.info.stop_s,
-                throughput_kbps: thr / 1e3,
-                utilization: if mean_cap > 0.0 { thr / mean_cap } else { 0.0 },
-                owd_ms_mean: m.owd_mean_ms(), owd_ms_p50: m.owd_quantile_ms(0.5), owd_ms_p95: m.owd_quantile_ms(0.95),
-                queue_delay_ms_mean: m.queue_mean_ms(), queue_delay_ms_p95: m.queue_quantile_ms(0.95),
-                loss_rate: m.loss_rate(),
-                freeze_count: video.map(|v| v.freeze_count),
-                freeze_ratio: video.map(|v| if active > Duration::ZERO { v.freeze_duration.as_secs_f64() / active.as_secs_f64() } else { 0.0 }),
-                frame_delay_ms_mean: video.and_then(|v| v.mean_frame_delay()).map(|d| d.as_ms_f64()),
-                frames_rendered: video.map(|v| v.frames_rendered),
-                psnr_db_mean: video.and_then(|v| v.mean_psnr_db()),
-                packets_sent: m.packets_sent, packets_received: m.packets_received, packets_lost: m.packets_lost,
-                bytes_sent: m.bytes_sent.get(), bytes_received: m.bytes_received.get(),
-                return_packets_sent: rp.map(|c| c.packets_sent),
-                return_packets_lost: rp.map(|c| c.packets_lost),
-                return_bytes_sent: rp.map(|c| c.bytes_sent),
-                return_loss_rate: rp.map(|c| if c.packets_sent > 0 { c.packets_lost as f64 / c.packets_sent as f64 } else { 0.0 }),
-            });
-        }
-        RunSummary {
-            duration_s: end.as_secs_f64(),
-            events: self.events_processed,
-            link: self.link_summary(Direction::Forward, end),
-            reverse_link: self.reverse_link().map(|_| self.link_summary(Direction::Reverse, end)),
-            flows,
-        }
-    }
-
-    fn link_summary(&self, dir: Direction, end: Time) -> LinkSummary {
-        let link: &Link = &self.links[dir.index()];
-        let cap = link.capacity();
-        // fold from +0.0: an empty f64 sum is -0.0, which would print as "-0.0" for an unused link.
-        let delivered_bits = self.flows.iter().filter(|f| f.dir() == dir).fold(0.0, |a, f| a + f.metrics.bytes_received.bits() as f64);
-        // Control packets crossing this link belong to the flows of the other direction.
-        let control_bits = self.flows.iter().filter(|f| f.dir() != dir).filter_map(|f| f.metrics.return_path).fold(0.0, |a, c| a + c.bytes_delivered as f64 * 8.0);
-        let cap_bits = cap.mean_over(Time::ZERO, end).bps_f64() * end.as_secs_f64();
-        let st = &link.stats;
-        LinkSummary {
-            utilization: if cap_bits > 0.0 { delivered_bits / cap_bits } else { 0.0 },
-            jain_index: self.jain_over_time(dir, end),
-            loss_rate: if st.arrived_packets > 0 { (st.random_drops + st.queue_drops) as f64 / st.arrived_packets as f64 } else { 0.0 },
-            capacity_kbps_mean: cap.mean_over(Time::ZERO, end).kbps_f64(),
-            queue_drops: st.queue_drops,
-            random_drops: st.random_drops,
-            control_kbps_mean: if end > Time::ZERO { control_bits / end.as_secs_f64() / 1e3 } else { 0.0 },
-        }
-    }
-
-    /// Mean Jain index of the media flows of one direction.
-    fn jain_over_time(&self, dir: Direction, end: Time) -> f64 {
-        let secs = (end.as_us() / 1_000_000) as usize;
-        let mut acc = 0.0;
-        let mut n = 0usize;
-        let mut rates = Vec::new();
-        for s in 0..secs {
-            let (t0, t1) = (Time::from_secs_f64(s as f64), Time::from_secs_f64(s as f64 + 1.0));
-            rates.clear();
-            for f in &self.flows {
-                if f.info.kind != FlowKind::Media || f.dir() != dir || f.start > t0 || f.stop < t1 { continue; }
-                rates.push(f.metrics.goodput_bins.get(s).copied().unwrap_or(0) as f64);
-            }
-            if rates.len() >= 2 { acc += jain_index(&rates); n += 1; }
-        }
-        if n == 0 { 1.0 } else { acc / n as f64 }
+        let flows: Vec<FlowRecord> = self.flows.iter().map(|f| FlowRecord {
+            info: &f.info,
+            metrics: &f.metrics,
+            video: match &f.state { FlowState::Media(mf) => Some(f.metrics.video.unwrap_or(mf.receiver.stats)), FlowState::Tcp(_) => None },
+        }).collect();
+        let links: Vec<LinkRecord> = self.links.iter().map(|l: &Link| LinkRecord { capacity: l.capacity(), stats: l.stats }).collect();
+        summarize(end, self.events_processed, &links, &flows)
     }
 }
