@@ -43,7 +43,7 @@ def row(name: str, ctl: str, d: dict) -> str:
     us, ul = sim["link"]["utilization"], live["link"]["utilization"]
     qs, ql = fs["queue_delay_ms_mean"] or 0.0, fl["queue_delay_ms_mean"] or 0.0
     det = d["live"]["details"]
-    pe = det["sender"]["pacer_error_us"]
+    pe = det["flows"][0]["sender"]["pacer_error_us"]
     ok = abs(us - ul) * 100 <= 5 and abs(qs - ql) <= 10
     return (f"| {name} | {ctl} | {live['duration_s']:.0f} | {100 * us:.1f} | {100 * ul:.1f} | {100 * (ul - us):+.1f} | "
             f"{qs:.1f} | {ql:.1f} | {ql - qs:+.1f} | {fs['owd_ms_mean']:.1f} | {fl['owd_ms_mean']:.1f} | "

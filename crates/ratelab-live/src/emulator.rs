@@ -3,19 +3,24 @@
 //! queue, random or bursty loss, trace loss/delay overlay — plus a propagation delay, in real
 //! time, to each direction.
 //!
-//! Datagrams from the client (the first address that sends, or the configured one) go to
-//! `forward`; datagrams from `forward` go back to the client. The model runs on event times
-//! exactly as in the simulator (transmission ends, delivery times); the wall clock only decides
-//! when a delivery is written to the socket, and how late that was is reported.
+//! It relays one or more [`Route`]s, each a sender and its receiver, told apart by the source
+//! address of a datagram: from a route's sender it crosses the link of the route's direction
+//! (forward: `link`; reverse: `reverse_link`) and goes to its receiver after the route's data
+//! delay; from its receiver (feedback) it crosses the other link and goes back to the sender
+//! after the route's return delay — the simulator's two-direction semantics (`sim/mod.rs`).
+//! Standalone (`ratelab emulate`) there is one route: the client (the first address that sends,
+//! or the configured one) to `forward`. The model runs on event times exactly as in the
+//! simulator (transmission ends, delivery times); the wall clock only decides when a delivery
+//! is written to the socket, and how late that was is reported.
 
 use crate::net::{self, LiveClock};
 use crate::payload::IP_UDP_OVERHEAD;
 use crate::{Quantiles, StopFlag};
 use ratelab_core::network::capacity::CapacitySchedule;
-use ratelab_core::network::link::{DropReason, Enqueued, Link, QueueLimit};
+use ratelab_core::network::link::{Enqueued, Link, LinkStats, QueueLimit};
 use ratelab_core::network::loss::LossModel;
 use ratelab_core::network::packet::{Packet, Payload};
-use ratelab_core::scenario::{validate_link, LinkConfig};
+use ratelab_core::scenario::{validate_link, Direction, LinkConfig};
 use ratelab_core::sim::build::{build_link, capacity_schedule, derive_seed};
 use ratelab_core::sim::events::EventQueue;
 use ratelab_core::{Bitrate, Bytes, Duration, Time};
@@ -76,14 +81,46 @@ pub struct DirectionStats {
     pub send_errors: u64,
 }
 
+/// One sender → receiver path through the emulator.
+#[derive(Clone, Debug)]
+pub struct Route {
+    /// The sender's address (`None`: the first address that sends and is nobody's receiver).
+    pub sender: Option<SocketAddr>,
+    pub receiver: SocketAddr,
+    /// The link the data crosses; the receiver's packets (feedback) cross the other one.
+    pub direction: Direction,
+    /// Delay after the data bottleneck (that link's delay + the flow's propagation).
+    pub data_delay: Duration,
+    /// Delay after the return bottleneck (or of the whole return path when it has none).
+    pub return_delay: Duration,
+}
+
+/// What one route's two legs carried.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RouteStats {
+    pub sender: Option<String>,
+    pub receiver: String,
+    pub direction: Direction,
+    /// Sender → receiver (over the link of `direction`).
+    pub data: DirectionStats,
+    /// Receiver → sender (over the other link).
+    pub feedback: DirectionStats,
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct EmulatorStats {
     pub end_reason: String,
+    /// The first route's sender (the standalone emulator's client).
     pub client: Option<String>,
+    /// The first route's receiver.
     pub forward_addr: String,
     pub foreign_datagrams: u64,
+    /// Everything that crossed the forward link (`link`), all routes together.
     pub forward: DirectionStats,
+    /// Everything that crossed the reverse link (`reverse_link`, or the delay-only return path).
     pub reverse: DirectionStats,
+    /// Per route, in the order given.
+    pub routes: Vec<RouteStats>,
     /// Mean forward capacity over the run (kbit/s).
     pub capacity_kbps_mean: f64,
     pub cpu_us: i64,
@@ -92,47 +129,76 @@ pub struct EmulatorStats {
     pub capture_error: Option<String>,
 }
 
+/// Time series on the grid `k × interval`, per link (`[forward, reverse]`).
 #[derive(Clone, Debug, Default)]
 pub struct EmulatorSeries {
     pub k: Vec<u64>,
-    pub capacity_kbps: Vec<f64>,
-    pub queue_ms: Vec<f64>,
+    pub capacity_kbps: [Vec<f64>; 2],
+    /// Queuing delay of the latest packet to leave the bottleneck (ms), as the simulator's series.
+    pub queue_ms: [Vec<f64>; 2],
 }
 
 pub struct EmulatorResult {
     pub stats: EmulatorStats,
     pub series: EmulatorSeries,
-    /// The forward capacity schedule (for utilization against ground truth).
-    pub capacity: CapacitySchedule,
+    /// Capacity schedules of `[forward, reverse]` (for utilization against ground truth; the
+    /// reverse one is unlimited without a `reverse_link`).
+    pub capacity: [CapacitySchedule; 2],
+    /// The core link counters of `[forward, reverse]`, as the simulator's links keep them.
+    pub link_stats: [LinkStats; 2],
 }
 
-struct Direction {
-    link: Link,
-    delay: Duration,
+/// Counters and histograms of one link or one route leg.
+struct Acc {
     stats: DirectionStats,
     queue_h: hdrhistogram::Histogram<u64>,
     delay_h: hdrhistogram::Histogram<u64>,
     late_h: hdrhistogram::Histogram<u64>,
-    last_queue_delay: Duration,
 }
 
-impl Direction {
-    fn new(link: Link, delay: Duration) -> Self {
-        Direction { link, delay, stats: DirectionStats::default(), queue_h: net::us_histogram(), delay_h: net::us_histogram(), late_h: net::us_histogram(), last_queue_delay: Duration::ZERO }
-    }
+impl Acc {
+    fn new() -> Self { Acc { stats: DirectionStats::default(), queue_h: net::us_histogram(), delay_h: net::us_histogram(), late_h: net::us_histogram() } }
     fn finish(mut self) -> DirectionStats {
-        let s = self.link.stats;
-        self.stats.random_drops = s.random_drops;
-        self.stats.queue_drops = s.queue_drops;
         self.stats.queue_delay_ms = Quantiles::of(&self.queue_h).scaled(1e-3);
         self.stats.delay_ms = Quantiles::of(&self.delay_h).scaled(1e-3);
         self.stats.send_late_us = Quantiles::of(&self.late_h);
         self.stats
     }
+    fn arrived(&mut self, bytes: i64) { self.stats.arrived_packets += 1; self.stats.arrived_bytes += bytes; }
+    fn dropped(&mut self, random: bool) { if random { self.stats.random_drops += 1 } else { self.stats.queue_drops += 1 } }
+    fn left_queue(&mut self, q: Duration) { let _ = self.queue_h.record(q.as_us().max(1) as u64); }
+    fn delivered(&mut self, bytes: i64, delay: Duration, late: Duration, ok: bool) {
+        self.stats.delivered_packets += 1;
+        self.stats.delivered_bytes += bytes;
+        if !ok { self.stats.send_errors += 1; }
+        let _ = self.delay_h.record(delay.as_us().max(1) as u64);
+        let _ = self.late_h.record(late.as_us().max(1) as u64);
+    }
 }
 
+struct Bottleneck {
+    link: Link,
+    acc: Acc,
+    last_queue_delay: Duration,
+}
+
+struct RouteState {
+    route: Route,
+    /// `[data, feedback]`.
+    legs: [Acc; 2],
+}
+
+impl RouteState {
+    fn new(route: Route) -> Self { RouteState { route, legs: [Acc::new(), Acc::new()] } }
+    /// Which leg crosses link `d`: 0 (data) or 1 (feedback).
+    fn leg(&self, d: usize) -> usize { usize::from(d != self.route.direction.index()) }
+}
+
+/// A datagram in the emulator: its bytes, when it arrived, its route and the link it crosses.
+struct Held { bytes: Vec<u8>, arrived: Time, route: usize, link: usize }
+
 #[derive(Debug)]
-enum Ev { LinkDone(usize), Deliver(usize, u64) }
+enum Ev { LinkDone(usize), Deliver(u64) }
 
 /// Check one link section (`link` or `reverse_link`) and build its bottleneck; errors name
 /// `section.<field>`.
@@ -144,41 +210,60 @@ fn link_for(section: &str, l: &LinkConfig, end: Time) -> Result<Link, String> {
 
 pub struct Emulator {
     sock: UdpSocket,
-    forward: SocketAddr,
-    client: Option<SocketAddr>,
     clock: LiveClock,
-    dirs: [Direction; 2],
-    capacity: CapacitySchedule,
+    links: [Bottleneck; 2],
+    routes: Vec<RouteState>,
+    /// Source address → (route, leg).
+    table: HashMap<SocketAddr, (usize, usize)>,
     opts: EmulatorOptions,
     stop: StopFlag,
 }
 
 impl Emulator {
-    /// Bind `listen` and build both directions' links. Trace files must already be read into
-    /// `link.trace_content`.
+    /// Bind `listen` and build both directions' links, with one route: the client (the
+    /// configured `opts.client`, else the first address that sends) to `forward`, data delay
+    /// `link.delay_ms + forward_delay_ms`, return delay `reverse_delay_ms` (+ the reverse link's
+    /// `delay_ms`). Trace files must already be read into `link.trace_content`.
     pub fn new(opts: EmulatorOptions, listen: SocketAddr, forward: SocketAddr, clock: LiveClock, stop: StopFlag) -> Result<Emulator, String> {
         let end = if opts.duration_s > 0.0 { Time::from_secs_f64(opts.duration_s) } else { Time::from_secs_f64(3600.0) };
         let fwd = link_for("link", &opts.link, end)?;
-        let capacity = fwd.capacity().clone();
-        let fwd_delay = Duration::from_ms_f64(opts.link.delay_ms + opts.forward_delay_ms);
         let rev = match &opts.reverse_link {
             Some(l) => link_for("reverse_link", l, end)?,
             None => Link::new(CapacitySchedule::constant(Bitrate::INFINITY), QueueLimit::Unlimited, LossModel::None, Time::ZERO),
         };
-        let rev_delay = Duration::from_ms_f64(opts.reverse_delay_ms + opts.reverse_link.as_ref().map_or(0.0, |l| l.delay_ms));
         let client = match &opts.client { Some(c) => Some(net::resolve(c)?), None => None };
+        let route = Route {
+            sender: client, receiver: forward, direction: Direction::Forward,
+            data_delay: Duration::from_ms_f64(opts.link.delay_ms + opts.forward_delay_ms),
+            return_delay: Duration::from_ms_f64(opts.reverse_delay_ms + opts.reverse_link.as_ref().map_or(0.0, |l| l.delay_ms)),
+        };
         let sock = net::bind(listen).map_err(|e| format!("cannot bind {listen}: {e}"))?;
-        Ok(Emulator { sock, forward, client, clock, dirs: [Direction::new(fwd, fwd_delay), Direction::new(rev, rev_delay)], capacity, opts, stop })
+        let links = [fwd, rev].map(|link| Bottleneck { link, acc: Acc::new(), last_queue_delay: Duration::ZERO });
+        Ok(Emulator { sock, clock, links, routes: Vec::new(), table: HashMap::new(), opts, stop }.with_routes(vec![route]))
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> { self.sock.local_addr().ok() }
 
-    /// Set the forward address and the one client accepted (when both are known only after
-    /// binding, as in `live run`).
-    pub fn with_route(mut self, forward: SocketAddr, client: SocketAddr) -> Self {
-        self.forward = forward;
-        self.client = Some(client);
+    /// Relay these routes instead (`live run`: one per flow, known only after binding). A
+    /// reverse route needs the `reverse_link` the caller configured.
+    pub fn with_routes(mut self, routes: Vec<Route>) -> Self {
+        self.table.clear();
+        for (i, r) in routes.iter().enumerate() {
+            if let Some(s) = r.sender { self.table.insert(s, (i, 0)); }
+            self.table.insert(r.receiver, (i, 1));
+        }
+        self.routes = routes.into_iter().map(RouteState::new).collect();
         self
+    }
+
+    /// The route and leg of a datagram from `src`: a route's sender (leg 0) or receiver (leg 1);
+    /// an unknown address becomes the sender of the first route that has none yet.
+    fn classify(&mut self, src: SocketAddr) -> Option<(usize, usize)> {
+        if let Some(&x) = self.table.get(&src) { return Some(x); }
+        let i = self.routes.iter().position(|r| r.route.sender.is_none())?;
+        self.routes[i].route.sender = Some(src);
+        self.table.insert(src, (i, 0));
+        Some((i, 0))
     }
 
     pub fn run(mut self) -> EmulatorResult {
@@ -187,7 +272,7 @@ impl Emulator {
         let clock = self.clock;
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(self.opts.seed, 1));
         let mut events: EventQueue<Ev> = EventQueue::default();
-        let mut held: HashMap<u64, (Vec<u8>, Time)> = HashMap::new();
+        let mut held: HashMap<u64, Held> = HashMap::new();
         let mut next_id = 0u64;
         let mut foreign = 0u64;
         let mut buf = vec![0u8; 65_536];
@@ -222,35 +307,36 @@ impl Emulator {
                     if let Err(e) = w.write(clock.unix_us(ta), src, dst, &buf[..n]) { capture_error = Some(e.to_string()); pcap = None; }
                 }
                 self.process(&mut events, &mut held, &mut rng, ta);
-                let d = if src == self.forward {
-                    if self.client.is_none() { foreign += 1; continue; }
-                    1
-                } else {
-                    if self.client.is_none() { self.client = Some(src); }
-                    if self.client != Some(src) { foreign += 1; continue; }
-                    0
-                };
-                let dir = &mut self.dirs[d];
-                dir.stats.arrived_packets += 1;
-                dir.stats.arrived_bytes += n as i64 + IP_UDP_OVERHEAD;
-                if held.len() >= self.opts.max_held { dir.stats.overflow_drops += 1; continue; }
+                let Some((ri, leg)) = self.classify(src) else { foreign += 1; continue };
+                let dir = self.routes[ri].route.direction;
+                let d = if leg == 0 { dir.index() } else { dir.other().index() };
+                let size = n as i64 + IP_UDP_OVERHEAD;
+                self.links[d].acc.arrived(size);
+                self.routes[ri].legs[leg].arrived(size);
+                if held.len() >= self.opts.max_held {
+                    self.links[d].acc.stats.overflow_drops += 1;
+                    self.routes[ri].legs[leg].stats.overflow_drops += 1;
+                    continue;
+                }
                 let id = next_id;
                 next_id += 1;
-                let pkt = Packet { flow: d as u32, seq: id, size: Bytes::new(n as i64 + IP_UDP_OVERHEAD), send_time: ta, enqueue_time: ta, tx_start: ta, probe_cluster: None, payload: Payload::Padding };
-                match dir.link.enqueue(ta, pkt, &mut rng) {
+                let pkt = Packet { flow: ri as u32, seq: id, size: Bytes::new(size), send_time: ta, enqueue_time: ta, tx_start: ta, probe_cluster: None, payload: Payload::Padding };
+                match self.links[d].link.enqueue(ta, pkt, &mut rng) {
                     Enqueued::Accepted(start) => {
-                        held.insert(id, (buf[..n].to_vec(), ta));
+                        held.insert(id, Held { bytes: buf[..n].to_vec(), arrived: ta, route: ri, link: d });
                         if let Some(e) = start { events.push(e, Ev::LinkDone(d)); }
                     }
-                    Enqueued::Dropped(DropReason::Random | DropReason::QueueFull, _) => {}
+                    Enqueued::Dropped(reason, _) => self.routes[ri].legs[leg].dropped(reason == ratelab_core::network::link::DropReason::Random),
                 }
             }
-            // Series (forward direction).
+            // Series (per link).
             let now = clock.now();
             while next_series <= now {
                 series.k.push((next_series.as_us() / iv.as_us()) as u64);
-                series.capacity_kbps.push(self.capacity.rate_at(next_series).kbps_f64());
-                series.queue_ms.push(self.dirs[0].last_queue_delay.as_ms_f64());
+                for (d, b) in self.links.iter().enumerate() {
+                    series.capacity_kbps[d].push(b.link.capacity().rate_at(next_series).kbps_f64());
+                    series.queue_ms[d].push(b.last_queue_delay.as_ms_f64());
+                }
                 next_series += iv;
             }
             let mut deadline = next_series.min(now + Duration::from_ms(100));
@@ -264,52 +350,67 @@ impl Emulator {
             Some(Err(e)) => { capture_error = Some(e.to_string()); 0 }
             None => 0,
         };
-        let [f, r] = self.dirs;
+        let capacity_kbps_mean = self.links[0].link.capacity().mean_over(t0, stats_end.max(t0 + Duration::from_ms(1))).kbps_f64();
+        let first = self.routes.first().map(|r| r.route.clone());
+        let routes = self.routes.into_iter().map(|r| {
+            let [data, feedback] = r.legs;
+            RouteStats { sender: r.route.sender.map(|a| a.to_string()), receiver: r.route.receiver.to_string(), direction: r.route.direction, data: data.finish(), feedback: feedback.finish() }
+        }).collect();
+        let link_stats = [self.links[0].link.stats, self.links[1].link.stats];
+        let [f, r] = self.links.map(|b| {
+            let mut s = b.acc.finish();
+            s.random_drops = b.link.stats.random_drops;
+            s.queue_drops = b.link.stats.queue_drops;
+            (s, b.link.capacity().clone())
+        });
         let stats = EmulatorStats {
             end_reason: end_reason.into(),
-            client: self.client.map(|c| c.to_string()),
-            forward_addr: self.forward.to_string(),
+            client: first.as_ref().and_then(|r| r.sender).map(|c| c.to_string()),
+            forward_addr: first.map_or(String::new(), |r| r.receiver.to_string()),
             foreign_datagrams: foreign,
-            forward: f.finish(),
-            reverse: r.finish(),
-            capacity_kbps_mean: self.capacity.mean_over(t0, stats_end.max(t0 + Duration::from_ms(1))).kbps_f64(),
+            forward: f.0,
+            reverse: r.0,
+            routes,
+            capacity_kbps_mean,
             cpu_us: net::thread_cpu_us() - cpu0,
             captured,
             capture_error,
         };
-        EmulatorResult { stats, series, capacity: self.capacity }
+        EmulatorResult { stats, series, capacity: [f.1, r.1], link_stats }
     }
 
     /// Run the link model up to `limit` (event times), writing deliveries that are due.
-    fn process(&mut self, events: &mut EventQueue<Ev>, held: &mut HashMap<u64, (Vec<u8>, Time)>, rng: &mut ChaCha8Rng, limit: Time) {
+    fn process(&mut self, events: &mut EventQueue<Ev>, held: &mut HashMap<u64, Held>, rng: &mut ChaCha8Rng, limit: Time) {
         while let Some(t) = events.peek_time() {
             if t > limit { break; }
             let Some((t, ev)) = events.pop() else { break };
             match ev {
                 Ev::LinkDone(d) => {
-                    let dir = &mut self.dirs[d];
-                    let Some((pkt, next)) = dir.link.complete(t) else { continue };
+                    let b = &mut self.links[d];
+                    let Some((pkt, next)) = b.link.complete(t) else { continue };
                     if let Some(e) = next { events.push(e, Ev::LinkDone(d)); }
-                    // `link.loss_after_queue`: the datagram used its transmission time, then is lost.
-                    if dir.link.drop_on_exit(t, rng) { held.remove(&pkt.seq); continue; }
                     let q = pkt.tx_start - pkt.enqueue_time;
-                    dir.last_queue_delay = q;
-                    let _ = dir.queue_h.record(q.as_us().max(1) as u64);
-                    let exit = dir.link.exit_time(t);
-                    events.push(exit + dir.delay, Ev::Deliver(d, pkt.seq));
+                    b.last_queue_delay = q;
+                    let r = &mut self.routes[pkt.flow as usize];
+                    let leg = r.leg(d);
+                    // `link.loss_after_queue`: the datagram used its transmission time, then is lost.
+                    if b.link.drop_on_exit(t, rng) { held.remove(&pkt.seq); r.legs[leg].dropped(true); continue; }
+                    b.acc.left_queue(q);
+                    r.legs[leg].left_queue(q);
+                    let exit = b.link.exit_time(t);
+                    let delay = if leg == 0 { r.route.data_delay } else { r.route.return_delay };
+                    events.push(exit + delay, Ev::Deliver(pkt.seq));
                 }
-                Ev::Deliver(d, id) => {
-                    let Some((bytes, arrived)) = held.remove(&id) else { continue };
-                    let dest = if d == 0 { Some(self.forward) } else { self.client };
-                    let dir = &mut self.dirs[d];
-                    if let Some(dest) = dest {
-                        if self.sock.send_to(&bytes, dest).is_err() { dir.stats.send_errors += 1; }
-                    }
+                Ev::Deliver(id) => {
+                    let Some(h) = held.remove(&id) else { continue };
+                    let r = &mut self.routes[h.route];
+                    let leg = r.leg(h.link);
+                    let dest = if leg == 0 { Some(r.route.receiver) } else { r.route.sender };
+                    let ok = dest.is_none_or(|dest| self.sock.send_to(&h.bytes, dest).is_ok());
                     let wall = self.clock.now();
-                    dir.stats.delivered_packets += 1;
-                    dir.stats.delivered_bytes += bytes.len() as i64 + IP_UDP_OVERHEAD;
-                    let _ = dir.delay_h.record((t - arrived).as_us().max(1) as u64);
-                    let _ = dir.late_h.record((wall - t).as_us().max(1) as u64);
+                    let size = h.bytes.len() as i64 + IP_UDP_OVERHEAD;
+                    self.links[h.link].acc.delivered(size, t - h.arrived, wall - t, ok);
+                    r.legs[leg].delivered(size, t - h.arrived, wall - t, ok);
                 }
             }
         }

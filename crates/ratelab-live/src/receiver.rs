@@ -61,13 +61,16 @@ pub struct ReceiverOptions {
     /// Count packets in the metrics only up to this clock time (s); later ones still get
     /// feedback and enter the packet log (`live run`: the scenario's end).
     pub count_until_s: Option<f64>,
+    /// The flow's id in its scenario (`live run`): the random stream of a receiver-side
+    /// estimator, as the simulator seeds that flow's.
+    pub flow_id: u64,
 }
 
 impl Default for ReceiverOptions {
     fn default() -> Self {
         ReceiverOptions {
             format: FeedbackFormat::Twcc, ssrc: 0, tw_ext_id: 5, feedback_ssrc: 0x5243_5652, first_packet_timeout_s: 30.0,
-            silence_timeout_s: 5.0, max_duration_s: 0.0, base_delay_ms: None, series_interval_ms: 25.0, packet_log: true, count_until_s: None, return_delay_ms: None,
+            silence_timeout_s: 5.0, max_duration_s: 0.0, base_delay_ms: None, series_interval_ms: 25.0, packet_log: true, count_until_s: None, return_delay_ms: None, flow_id: 0,
         }
     }
 }
@@ -152,7 +155,7 @@ impl Receiver {
     pub fn new(flow: &FlowConfig, opts: ReceiverOptions, listen: SocketAddr, peer: Option<SocketAddr>, clock: LiveClock, seed: u64, stop: StopFlag) -> Result<Receiver, String> {
         let mode = match flow.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
         let feedback = FeedbackGenerator::new(mode, Duration::from_ms_f64(flow.feedback.interval_ms));
-        let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(seed, 1000));
+        let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(seed, 1000 + opts.flow_id));
         cx.read_file = Some(net::file_reader());
         // Only a receiver-side estimator matters here. A controller that cannot be built on this
         // side (the `oracle` needs the emulated capacity) has none; the sender, which builds the

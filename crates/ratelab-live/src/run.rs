@@ -1,28 +1,45 @@
-//! `live run`: one scenario on loopback — emulator, receiver and sender on their own threads,
-//! sharing one clock — summarized exactly like a simulation (`RunSummary`, series and packet
-//! logs), plus what each component measured.
+//! `live run`: a scenario's media flows on loopback — the emulator on one thread, each flow's
+//! receiver and sender on their own, all sharing one clock — summarized exactly like a
+//! simulation (`RunSummary`, series and packet logs), plus what each component measured.
 //!
-//! Definitions follow `sim/summary.rs`: throughput over the flow's active time, utilization
-//! against the emulated capacity, queuing delay = time waiting in the bottleneck queue (the
-//! emulator's ground truth, not an estimate), loss = packets the emulated link dropped.
+//! The flows are the simulator's: `count` expanded, labelled, timed and delayed by
+//! `sim::build::expand_flows`, each with its own sockets and its own route through the
+//! emulator (data over the link of its direction, feedback over the other). The summary is
+//! `sim::summary::summarize` over what was measured; the only departures are where live mode
+//! measures something else: queuing delay and drops per flow come from the emulator (ground
+//! truth: the time from arrival to start of transmission at the bottleneck, exactly what the
+//! simulator reports), sent counts from the senders, everything received from the receivers.
+//!
+//! Threads, not one poll loop: each sender and receiver is the same code `live send` and `live
+//! recv` run, with its own timers (pacer, frames, ticks, feedback); a thread sleeps in `ppoll`
+//! until its next deadline, so the cost is per packet, not per thread. 2 threads per flow + the
+//! emulator; `MAX_FLOWS` bounds it.
 
-use crate::emulator::{Emulator, EmulatorOptions, EmulatorStats};
+use crate::emulator::{Emulator, EmulatorOptions, EmulatorStats, Route};
 use crate::net::LiveClock;
-use crate::receiver::{FeedbackFormat, Receiver, ReceiverOptions, ReceiverStats};
-use crate::sender::{Sender, SenderOptions, SenderStats};
+use crate::receiver::{FeedbackFormat, Receiver, ReceiverOptions, ReceiverResult, ReceiverStats};
+use crate::sender::{Sender, SenderOptions, SenderResult, SenderStats};
 use crate::StopFlag;
-use ratelab_core::metrics::{PacketLog, SeriesLog};
+use ratelab_core::metrics::{FlowMetrics, PacketLog, ReturnPathCounters, SeriesLog};
 use ratelab_core::scenario::{FlowKind, Scenario};
-use ratelab_core::sim::summary::{FlowSummary, LinkSummary, RunSummary};
-use ratelab_core::{ConfigError, Duration, Time};
+use ratelab_core::sim::build::{activity_windows, capacity_schedule, expand_flows, fair_share, FlowSpec};
+use ratelab_core::sim::summary::{summarize, FlowRecord, LinkRecord, RunSummary};
+use ratelab_core::{Bytes, ConfigError, Duration, Time};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::thread::JoinHandle;
+
+/// Most media flows one live run starts (two threads each).
+pub const MAX_FLOWS: usize = 32;
+
+/// SSRC of flow `id`'s media: one per flow, so that a capture tells them apart.
+pub fn flow_ssrc(id: u32) -> u32 { SenderOptions::default().ssrc.wrapping_add(id) }
 
 #[derive(Clone, Debug)]
 pub struct LiveRunOptions {
     pub seed: u64,
-    /// Replaces the media flow's controller (as `ratelab run -c`).
+    /// Replaces the controller of every media flow (as `ratelab run -c`).
     pub controller: Option<String>,
     pub format: FeedbackFormat,
     /// Time allowed after the end for packets in flight to arrive (s).
@@ -36,11 +53,20 @@ impl Default for LiveRunOptions {
     fn default() -> Self { LiveRunOptions { seed: 1, controller: None, format: FeedbackFormat::Twcc, drain_s: 1.0, stop: StopFlag::new(), capture: None } }
 }
 
+/// What one flow's two ends measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowDetails {
+    pub id: u32,
+    pub label: String,
+    pub sender: SenderStats,
+    pub receiver: ReceiverStats,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct LiveDetails {
     pub feedback_format: FeedbackFormat,
-    pub sender: SenderStats,
-    pub receiver: ReceiverStats,
+    /// Per flow, in the summary's order.
+    pub flows: Vec<FlowDetails>,
     pub emulator: EmulatorStats,
     /// Set when the run ended early (Ctrl-C or a silent component).
     pub warning: Option<String>,
@@ -55,165 +81,185 @@ pub struct LiveRunResult {
 
 fn loopback() -> SocketAddr { SocketAddr::from(([127, 0, 0, 1], 0)) }
 
-/// Run a scenario live. Its trace (if any) must already be loaded into `link.trace_content`.
+fn spawn<T: Send + 'static>(name: String, f: impl FnOnce() -> T + Send + 'static) -> Result<JoinHandle<T>, ConfigError> {
+    std::thread::Builder::new().name(name).spawn(f).map_err(|e| ConfigError::new("", format!("cannot start a live thread: {e}")))
+}
+
+fn join<T>(h: JoinHandle<T>, what: &str) -> Result<T, ConfigError> {
+    h.join().map_err(|_| ConfigError::new("", format!("the live {what} thread panicked")))
+}
+
+/// The media flows of `sc` as live mode runs them; TCP flows are the simulator's only.
+fn live_flows(sc: &Scenario, controller: Option<&str>) -> Result<Vec<FlowSpec>, ConfigError> {
+    if let Some(i) = sc.flows.iter().position(|f| f.kind == FlowKind::Tcp) {
+        return Err(ConfigError::new(format!("flows[{i}].kind"), "TCP flows run in the simulator only (`ratelab run`); live mode runs media flows"));
+    }
+    let specs = expand_flows(sc, controller);
+    if specs.is_empty() { return Err(ConfigError::new("flows", "live mode needs at least one media flow")); }
+    if specs.len() > MAX_FLOWS { return Err(ConfigError::new("flows", format!("live mode runs at most {MAX_FLOWS} media flows (count expanded), not {}", specs.len()))); }
+    if let Some(s) = specs.iter().find(|s| s.stop <= s.start) {
+        return Err(ConfigError::new(format!("flows[{}].start_s", s.index), "the flow never runs within duration_s"));
+    }
+    Ok(specs)
+}
+
+/// Run a scenario live. Its traces (if any) must already be loaded into `trace_content`.
 pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, ConfigError> {
     sc.validate()?;
-    let media: Vec<usize> = sc.flows.iter().enumerate().filter(|(_, f)| f.kind == FlowKind::Media).map(|(i, _)| i).collect();
-    if media.len() != 1 || sc.flows.iter().any(|f| f.kind == FlowKind::Tcp) || sc.flows[media[0]].count != 1 {
-        return Err(ConfigError::new("flows", "live mode runs exactly one media flow (no TCP flows, count = 1)"));
-    }
-    let fi = media[0];
-    if sc.flows[fi].direction != ratelab_core::scenario::Direction::Forward {
-        return Err(ConfigError::new(format!("flows[{fi}].direction"), "live mode sends its one media flow forward (the reverse_link carries its feedback)"));
-    }
-    let mut flow = sc.flows[fi].clone();
-    if let Some(c) = &o.controller {
-        if *c != flow.controller { flow.controller = c.clone(); flow.params = serde_json::Value::Null; }
-    }
+    let specs = live_flows(sc, o.controller.as_deref())?;
     let end = Time::from_secs_f64(sc.duration_s);
-    let start = Time::from_secs_f64(flow.start_s);
-    let stop_t = flow.stop_s.map_or(end, Time::from_secs_f64).min(end);
-    if stop_t <= start { return Err(ConfigError::new(format!("flows[{fi}].start_s"), "the flow never runs within duration_s")); }
-    let fwd_delay_ms = sc.link.delay_ms + flow.one_way_delay_ms;
+    let mut capacities = vec![capacity_schedule(&sc.link).map_err(|e| e.prefixed("link"))?];
+    if let Some(l) = &sc.reverse_link { capacities.push(capacity_schedule(l).map_err(|e| e.prefixed("reverse_link"))?); }
+    let windows = activity_windows(&specs);
     let clock = LiveClock::new();
     let inner_stop = StopFlag::new();
+    let iv_ms = sc.metrics.series_interval_ms;
 
     let emu = Emulator::new(
         EmulatorOptions {
-            link: sc.link.clone(), forward_delay_ms: flow.one_way_delay_ms, reverse_delay_ms: flow.return_delay_ms.unwrap_or(flow.one_way_delay_ms),
-            reverse_link: sc.reverse_link.clone(), duration_s: 0.0, seed: o.seed, client: None, max_held: 100_000, series_interval_ms: sc.metrics.series_interval_ms, capture: o.capture.clone(),
+            link: sc.link.clone(), reverse_link: sc.reverse_link.clone(), duration_s: 0.0, seed: o.seed, client: None, max_held: 100_000,
+            series_interval_ms: iv_ms, capture: o.capture.clone(), ..Default::default()
         },
         loopback(), loopback(), clock, inner_stop.clone(),
     ).map_err(|e| ConfigError::new("link", e))?;
     let emu_addr = emu.local_addr().ok_or_else(|| ConfigError::new("", "emulator socket has no address"))?;
-    let capacity = Some(ratelab_core::sim::build::capacity_schedule(&sc.link).map_err(|e| e.prefixed("link"))?);
-    let recv = Receiver::new(&flow, ReceiverOptions {
-        format: o.format, first_packet_timeout_s: flow.start_s + 30.0, silence_timeout_s: 10.0,
-        max_duration_s: sc.duration_s + o.drain_s + 5.0, base_delay_ms: Some(fwd_delay_ms), series_interval_ms: sc.metrics.series_interval_ms,
-        packet_log: sc.metrics.packet_log, count_until_s: Some(stop_t.as_secs_f64()),
-        return_delay_ms: Some(flow.return_delay_ms.unwrap_or(flow.one_way_delay_ms)), ..Default::default()
-    }, loopback(), Some(emu_addr), clock, o.seed, inner_stop.clone()).map_err(|e| ConfigError::new("", e))?;
-    let recv_addr = recv.local_addr().ok_or_else(|| ConfigError::new("", "receiver socket has no address"))?;
-    let send = Sender::new(&flow, SenderOptions {
-        duration_s: (stop_t - start).as_secs_f64(), start_s: flow.start_s, seed: o.seed, series_interval_ms: sc.metrics.series_interval_ms,
-        packet_log: sc.metrics.packet_log, ..Default::default()
-    }, loopback(), emu_addr, clock, capacity, o.stop.clone()).map_err(|e| ConfigError::new(format!("flows[{fi}]"), e))?;
-    let send_addr = send.local_addr().ok_or_else(|| ConfigError::new("", "sender socket has no address"))?;
-    // The emulator relays sender → receiver; the sender is its only client.
-    let emu = emu.with_route(recv_addr, send_addr);
 
-    let controller_name = flow.controller.clone();
-    let th_emu = std::thread::Builder::new().name("ratelab-emulator".into()).spawn(move || emu.run()).map_err(|e| ConfigError::new("", e.to_string()))?;
-    let th_recv = std::thread::Builder::new().name("ratelab-receiver".into()).spawn(move || recv.run()).map_err(|e| ConfigError::new("", e.to_string()))?;
-    let th_send = std::thread::Builder::new().name("ratelab-sender".into()).spawn(move || send.run(&controller_name)).map_err(|e| ConfigError::new("", e.to_string()))?;
-    let sres = th_send.join().map_err(|_| ConfigError::new("", "the live sender thread panicked"))?;
-    // Let packets in flight arrive (the BYE, queued behind them, normally ends the receiver).
+    let mut receivers = Vec::new();
+    let mut senders = Vec::new();
+    let mut routes = Vec::new();
+    for s in &specs {
+        let mut fc = sc.flows[s.index].clone();
+        fc.controller = s.info.controller.clone();
+        fc.params = s.params.clone();
+        let field = format!("flows[{}]", s.index);
+        let ssrc = flow_ssrc(s.info.id);
+        let recv = Receiver::new(&fc, ReceiverOptions {
+            format: o.format, ssrc, first_packet_timeout_s: s.info.start_s + 30.0, silence_timeout_s: 10.0,
+            max_duration_s: sc.duration_s + o.drain_s + 5.0, base_delay_ms: Some(s.fwd_delay.as_ms_f64()), series_interval_ms: iv_ms,
+            packet_log: sc.metrics.packet_log, count_until_s: Some(end.as_secs_f64()),
+            return_delay_ms: Some(s.ret_delay.as_ms_f64()), flow_id: s.info.id as u64, ..Default::default()
+        }, loopback(), Some(emu_addr), clock, o.seed, inner_stop.clone()).map_err(|e| ConfigError::new("", e))?;
+        let share = fair_share(capacities[s.info.direction.index()].clone(), windows.clone(), s.info.direction);
+        let send = Sender::new(&fc, SenderOptions {
+            duration_s: (s.stop - s.start).as_secs_f64(), start_s: s.info.start_s, seed: o.seed, series_interval_ms: iv_ms,
+            packet_log: sc.metrics.packet_log, flow_id: s.info.id as u64, ssrc, ..Default::default()
+        }, loopback(), emu_addr, clock, Some(share), o.stop.clone()).map_err(|e| ConfigError::new(field, e))?;
+        let (Some(ra), Some(sa)) = (recv.local_addr(), send.local_addr()) else { return Err(ConfigError::new("", "a live socket has no address")) };
+        routes.push(Route { sender: Some(sa), receiver: ra, direction: s.info.direction, data_delay: s.fwd_delay, return_delay: s.ret_delay });
+        receivers.push(recv);
+        senders.push((send, s.info.controller.clone()));
+    }
+    let emu = emu.with_routes(routes);
+
+    // Start everything; if a thread cannot start, stop what did and report it.
+    let th_emu = spawn("ratelab-emulator".into(), move || emu.run())?;
+    let mut th_recv = Vec::new();
+    let mut th_send = Vec::new();
+    let mut started = Ok(());
+    for (i, r) in receivers.into_iter().enumerate() {
+        match spawn(format!("ratelab-recv-{i}"), move || r.run()) { Ok(h) => th_recv.push(h), Err(e) => { started = Err(e); break; } }
+    }
+    if started.is_ok() {
+        for (i, (s, name)) in senders.into_iter().enumerate() {
+            match spawn(format!("ratelab-send-{i}"), move || s.run(&name)) { Ok(h) => th_send.push(h), Err(e) => { started = Err(e); break; } }
+        }
+    }
+    if started.is_err() { o.stop.raise(); inner_stop.raise(); }
+    let sres: Vec<SenderResult> = th_send.into_iter().map(|h| join(h, "sender")).collect::<Result<_, _>>()?;
+    // Let packets in flight arrive (the BYE, queued behind them, normally ends each receiver).
     let drain_end = std::time::Instant::now() + std::time::Duration::from_secs_f64(o.drain_s.max(0.0) + 0.5);
-    while !th_recv.is_finished() && std::time::Instant::now() < drain_end { std::thread::sleep(std::time::Duration::from_millis(10)); }
+    while !th_recv.iter().all(|h| h.is_finished()) && std::time::Instant::now() < drain_end { std::thread::sleep(std::time::Duration::from_millis(10)); }
     inner_stop.raise();
-    let rres = th_recv.join().map_err(|_| ConfigError::new("", "the live receiver thread panicked"))?;
-    let eres = th_emu.join().map_err(|_| ConfigError::new("", "the emulator thread panicked"))?;
+    let mut rres: Vec<ReceiverResult> = th_recv.into_iter().map(|h| join(h, "receiver")).collect::<Result<_, _>>()?;
+    let eres = join(th_emu, "emulator")?;
+    started?;
 
-    // Summary, as sim/summary.rs computes it.
-    let cap = &eres.capacity;
-    let m = &rres.metrics;
-    let active = (stop_t - start).max(Duration::ZERO);
-    let thr = if active > Duration::ZERO { m.bytes_received.bits() as f64 / active.as_secs_f64() } else { 0.0 };
-    let mean_cap = cap.mean_over(start, stop_t).bps_f64();
-    let fwd = &eres.stats.forward;
-    let dropped = fwd.random_drops + fwd.queue_drops + fwd.overflow_drops;
-    let video = m.video.unwrap_or_default();
-    let q = fwd.queue_delay_ms;
-    // With a reverse_link the feedback crosses an emulated bottleneck, as in the simulator.
-    let rev = &eres.stats.reverse;
+    // Per flow, the receiver's metrics completed with what the sender and the emulator know.
     let two_way = sc.reverse_link.is_some();
-    let ret_sent = rres.stats.feedback_packets + rres.stats.remb_packets;
-    let ret_lost = rev.random_drops + rev.queue_drops + rev.overflow_drops;
-    let flow_summary = FlowSummary {
-        id: 0, label: flow.label.clone().unwrap_or_else(|| "media0".into()), kind: FlowKind::Media,
-        direction: ratelab_core::scenario::Direction::Forward, controller: flow.controller.clone(),
-        start_s: start.as_secs_f64(), stop_s: stop_t.as_secs_f64(),
-        throughput_kbps: thr / 1e3,
-        utilization: if mean_cap > 0.0 { thr / mean_cap } else { 0.0 },
-        owd_ms_mean: m.owd_mean_ms(), owd_ms_p50: m.owd_quantile_ms(0.5), owd_ms_p95: m.owd_quantile_ms(0.95),
-        queue_delay_ms_mean: (q.n > 0).then_some(q.mean), queue_delay_ms_p95: (q.n > 0).then_some(q.p95),
-        loss_rate: if m.packets_received + dropped > 0 { dropped as f64 / (m.packets_received + dropped) as f64 } else { 0.0 },
-        freeze_count: Some(video.freeze_count),
-        freeze_ratio: Some(if active > Duration::ZERO { video.freeze_duration.as_secs_f64() / active.as_secs_f64() } else { 0.0 }),
-        frame_delay_ms_mean: video.mean_frame_delay().map(|d| d.as_ms_f64()),
-        psnr_db_mean: video.mean_psnr_db(),
-        frames_rendered: Some(video.frames_rendered),
-        packets_sent: sres.stats.packets_sent, packets_received: m.packets_received, packets_lost: dropped,
-        bytes_sent: sres.stats.bytes_sent, bytes_received: m.bytes_received.get(),
-        return_packets_sent: two_way.then_some(ret_sent),
-        return_packets_lost: two_way.then_some(ret_lost),
-        return_bytes_sent: two_way.then_some(rev.arrived_bytes),
-        return_loss_rate: two_way.then(|| if ret_sent > 0 { ret_lost as f64 / ret_sent as f64 } else { 0.0 }),
-    };
-    let cap_bits = cap.mean_over(Time::ZERO, end).bps_f64() * end.as_secs_f64();
-    let summary = RunSummary {
-        duration_s: end.as_secs_f64(),
-        events: sres.stats.packets_sent + rres.stats.feedback_packets,
-        link: LinkSummary {
-            utilization: if cap_bits > 0.0 { m.bytes_received.bits() as f64 / cap_bits } else { 0.0 },
-            jain_index: 1.0,
-            loss_rate: if fwd.arrived_packets > 0 { dropped as f64 / fwd.arrived_packets as f64 } else { 0.0 },
-            capacity_kbps_mean: cap.mean_over(Time::ZERO, end).kbps_f64(),
-            queue_drops: fwd.queue_drops,
-            random_drops: fwd.random_drops,
-            control_kbps_mean: 0.0,
-        },
-        reverse_link: match &sc.reverse_link {
-            Some(l) => {
-                let rcap = ratelab_core::sim::build::capacity_schedule(l).map_err(|e| e.prefixed("reverse_link"))?;
-                Some(LinkSummary {
-                    utilization: 0.0,
-                    jain_index: 1.0,
-                    loss_rate: if rev.arrived_packets > 0 { ret_lost as f64 / rev.arrived_packets as f64 } else { 0.0 },
-                    capacity_kbps_mean: rcap.mean_over(Time::ZERO, end).kbps_f64(),
-                    queue_drops: rev.queue_drops,
-                    random_drops: rev.random_drops,
-                    control_kbps_mean: if end > Time::ZERO { rev.delivered_bytes as f64 * 8.0 / end.as_secs_f64() / 1e3 } else { 0.0 },
-                })
-            }
-            None => None,
-        },
-        flows: vec![flow_summary],
-    };
+    let mut metrics = Vec::new();
+    for ((s, sr), rr) in specs.iter().zip(&sres).zip(rres.iter_mut()) {
+        let route = &eres.stats.routes[s.info.id as usize];
+        let (data, fb) = (&route.data, &route.feedback);
+        let mut m = std::mem::replace(&mut rr.metrics, FlowMetrics::new(s.start, s.stop));
+        (m.start, m.stop) = (s.start, s.stop);
+        m.packets_sent = sr.stats.packets_sent;
+        m.bytes_sent = Bytes::new(sr.stats.bytes_sent);
+        m.packets_lost = data.random_drops + data.queue_drops + data.overflow_drops;
+        if two_way {
+            let lost = fb.random_drops + fb.queue_drops + fb.overflow_drops;
+            m.return_path = Some(ReturnPathCounters {
+                packets_sent: rr.stats.feedback_packets + rr.stats.remb_packets, bytes_sent: fb.arrived_bytes,
+                packets_delivered: fb.delivered_packets, bytes_delivered: fb.delivered_bytes, packets_lost: lost, bytes_lost: 0, // (not in the summary; the emulator counts dropped packets only)
+            });
+        }
+        metrics.push(m);
+    }
+    let records: Vec<FlowRecord> = specs.iter().zip(&metrics).map(|(s, m)| FlowRecord { info: &s.info, metrics: m, video: Some(m.video.unwrap_or_default()) }).collect();
+    let links: Vec<LinkRecord> = (0..capacities.len()).map(|d| LinkRecord { capacity: &capacities[d], stats: eres.link_stats[d] }).collect();
+    let events = sres.iter().map(|r| r.stats.packets_sent).sum::<u64>() + rres.iter().map(|r| r.stats.feedback_packets).sum::<u64>();
+    let mut summary = summarize(end, events, &links, &records);
+    // Queuing delay: the emulator's ground truth per flow (the receiver alone can only estimate it).
+    for (f, route) in summary.flows.iter_mut().zip(&eres.stats.routes) {
+        let q = route.data.queue_delay_ms;
+        f.queue_delay_ms_mean = (q.n > 0).then_some(q.mean);
+        f.queue_delay_ms_p95 = (q.n > 0).then_some(q.p95);
+    }
 
-    // Series: one row per sender sample (the flow's active time), joined on the time grid.
-    let iv = Duration::from_ms_f64(sc.metrics.series_interval_ms.max(1.0));
-    let ri: HashMap<u64, usize> = rres.series.k.iter().enumerate().map(|(i, k)| (*k, i)).collect();
-    let ei: HashMap<u64, usize> = eres.series.k.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+    let series = join_series(&specs, &sres, &rres, &eres.series, iv_ms, end);
+    let packets = join_packets(&specs, &sres, &rres);
+    let warning = specs.iter().zip(&sres).find(|(_, r)| r.stats.end_reason != "duration").map(|(s, r)| {
+        let why = r.stats.message.clone().unwrap_or_else(|| format!("sender ended early: {}", r.stats.end_reason));
+        if specs.len() > 1 { format!("{}: {why}", s.info.label) } else { why }
+    });
+    let flows = specs.iter().zip(sres).zip(rres).map(|((s, sr), rr)| FlowDetails { id: s.info.id, label: s.info.label.clone(), sender: sr.stats, receiver: rr.stats }).collect();
+    Ok(LiveRunResult { summary, details: LiveDetails { feedback_format: o.format, flows, emulator: eres.stats, warning }, series, packets })
+}
+
+/// One row per flow per sender sample (the flow's active time), joined on the time grid with
+/// its receiver's and its data link's samples; rows in time order, flows by id within a time,
+/// as the simulator writes them.
+fn join_series(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResult], es: &crate::emulator::EmulatorSeries, iv_ms: f64, end: Time) -> SeriesLog {
+    let iv = Duration::from_ms_f64(iv_ms.max(1.0));
+    let ei: HashMap<u64, usize> = es.k.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+    let mut rows: Vec<(u64, usize, usize)> = Vec::new(); // (k, flow, sender row)
+    for (f, sr) in sres.iter().enumerate() {
+        rows.extend(sr.series.k.iter().enumerate().map(|(i, k)| (*k, f, i)));
+    }
+    rows.sort_unstable();
+    let rindex: Vec<HashMap<u64, usize>> = rres.iter().map(|r| r.series.k.iter().enumerate().map(|(i, k)| (*k, i)).collect()).collect();
     let mut series = SeriesLog::default();
-    let ss = &sres.series;
-    for (i, k) in ss.k.iter().enumerate() {
-        let t = Time::from_us(*k as i64 * iv.as_us());
-        if t > end { break; }
+    for (k, f, i) in rows {
+        let t = Time::from_us(k as i64 * iv.as_us());
+        if t > end { continue; }
+        let (ss, rs, d) = (&sres[f].series, &rres[f].series, specs[f].info.direction.index());
         series.t_s.push(t.as_secs_f64());
-        series.flow.push(0);
+        series.flow.push(specs[f].info.id);
         series.target_kbps.push(ss.target_kbps[i]);
         series.encoder_kbps.push(ss.encoder_kbps[i]);
         series.pacing_kbps.push(ss.pacing_kbps[i]);
         series.send_kbps.push(ss.send_kbps[i]);
         series.cwnd_bytes.push(ss.cwnd_bytes[i]);
-        let r = ri.get(k).copied();
-        series.recv_kbps.push(r.map_or(f64::NAN, |j| rres.series.recv_kbps[j]));
-        series.owd_ms.push(r.map_or(f64::NAN, |j| rres.series.owd_ms[j]));
-        let e = ei.get(k).copied();
-        series.capacity_kbps.push(e.map_or(cap.rate_at(t).kbps_f64(), |j| eres.series.capacity_kbps[j]));
-        series.queue_ms.push(e.map_or(f64::NAN, |j| eres.series.queue_ms[j]));
+        let r = rindex[f].get(&k).copied();
+        series.recv_kbps.push(r.map_or(f64::NAN, |j| rs.recv_kbps[j]));
+        series.owd_ms.push(r.map_or(f64::NAN, |j| rs.owd_ms[j]));
+        let e = ei.get(&k).copied();
+        series.capacity_kbps.push(e.map_or(f64::NAN, |j| es.capacity_kbps[d][j]));
+        series.queue_ms.push(e.map_or(f64::NAN, |j| es.queue_ms[d][j]));
     }
-    // Packets: every packet sent, with its arrival if it arrived.
-    let arrivals: HashMap<u64, Time> = rres.log.seq.iter().copied().zip(rres.log.recv.iter().copied()).collect();
+    series
+}
+
+/// Every packet sent, with its arrival if it arrived, in send order.
+fn join_packets(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResult]) -> PacketLog {
+    let mut rows = Vec::new();
+    for ((s, sr), rr) in specs.iter().zip(sres).zip(rres) {
+        let arrivals: HashMap<u64, Time> = rr.log.seq.iter().copied().zip(rr.log.recv.iter().copied()).collect();
+        for ((seq, size), send) in sr.log.seq.iter().zip(&sr.log.size).zip(&sr.log.send) {
+            rows.push((*send, s.info.id, *seq, *size, arrivals.get(seq).copied()));
+        }
+    }
+    rows.sort_unstable_by_key(|r| (r.0, r.1, r.2));
     let mut packets = PacketLog::default();
-    for ((seq, size), send) in sres.log.seq.iter().zip(&sres.log.size).zip(&sres.log.send) {
-        let r = arrivals.get(seq).copied();
-        packets.push(0, *seq, ratelab_core::Bytes::new(*size as i64), *send, r, r.is_none());
-    }
-    let warning = match (sres.stats.end_reason.as_str(), rres.stats.end_reason.as_str()) {
-        ("duration", _) => None,
-        (r, _) => Some(sres.stats.message.clone().unwrap_or_else(|| format!("sender ended early: {r}"))),
-    };
-    Ok(LiveRunResult { summary, details: LiveDetails { feedback_format: o.format, sender: sres.stats, receiver: rres.stats, emulator: eres.stats, warning }, series, packets })
+    for (send, flow, seq, size, recv) in rows { packets.push(flow, seq, Bytes::new(size as i64), send, recv, recv.is_none()); }
+    packets
 }

@@ -47,11 +47,14 @@ pub struct SenderOptions {
     pub in_flight_timeout_s: f64,
     /// Keep the per-packet send log.
     pub packet_log: bool,
+    /// The flow's id in its scenario (`live run`): selects the encoder's and the controller's
+    /// random streams as the simulator does for that flow.
+    pub flow_id: u64,
 }
 
 impl Default for SenderOptions {
     fn default() -> Self {
-        SenderOptions { duration_s: 60.0, start_s: 0.0, ssrc: 0x5241_544C, tw_ext_id: 5, seed: 1, series_interval_ms: 25.0, silence_timeout_s: 10.0, in_flight_timeout_s: 2.0, packet_log: true }
+        SenderOptions { duration_s: 60.0, start_s: 0.0, ssrc: 0x5241_544C, tw_ext_id: 5, seed: 1, series_interval_ms: 25.0, silence_timeout_s: 10.0, in_flight_timeout_s: 2.0, packet_log: true, flow_id: 0 }
     }
 }
 
@@ -110,6 +113,12 @@ pub struct SenderResult {
     pub log: SendLog,
 }
 
+/// What the `oracle` controller is told about its share of the bottleneck.
+pub type FairShare = Arc<dyn Fn(Time) -> Bitrate + Send + Sync>;
+
+/// The whole capacity of one emulated bottleneck as the `oracle`'s share (a flow alone on it).
+pub fn capacity_share(capacity: CapacitySchedule) -> FairShare { Arc::new(move |t| capacity.rate_at(t)) }
+
 /// A configured sender, ready to run on its own thread.
 pub struct Sender {
     sock: UdpSocket,
@@ -122,14 +131,15 @@ pub struct Sender {
 
 impl Sender {
     /// Build the flow's controller and media pipeline from `flow` (the scenario schema of one
-    /// media flow) and bind `bind`. `capacity`: the emulated bottleneck, only for the `oracle`.
-    pub fn new(flow: &FlowConfig, opts: SenderOptions, bind: SocketAddr, peer: SocketAddr, clock: LiveClock, capacity: Option<CapacitySchedule>, stop: StopFlag) -> Result<Sender, String> {
+    /// media flow) and bind `bind`. `fair_share`: the flow's share of the emulated bottleneck
+    /// over time, only for the `oracle` (see [`capacity_share`]).
+    pub fn new(flow: &FlowConfig, opts: SenderOptions, bind: SocketAddr, peer: SocketAddr, clock: LiveClock, fair_share: Option<FairShare>, stop: StopFlag) -> Result<Sender, String> {
         if !(1..=14).contains(&opts.tw_ext_id) { return Err(ConfigError::new("tw_ext_id", "must be in 1..=14").to_string()); }
         if !(opts.duration_s.is_finite() && opts.duration_s > 0.0) { return Err(ConfigError::new("duration_s", "must be > 0").to_string()); }
-        let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(opts.seed, 1000));
-        if let Some(cap) = capacity { cx.fair_share = Some(Arc::new(move |t| cap.rate_at(t))); }
+        let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(opts.seed, 1000 + opts.flow_id));
+        cx.fair_share = fair_share;
         cx.read_file = Some(net::file_reader());
-        let flow_state = build_media_flow(flow, "flow", &flow.controller, &flow.params, &cx, opts.seed, 0).map_err(|e| e.to_string())?;
+        let flow_state = build_media_flow(flow, "flow", &flow.controller, &flow.params, &cx, opts.seed, opts.flow_id).map_err(|e| e.to_string())?;
         let sock = net::bind(bind).map_err(|e| format!("cannot bind {bind}: {e}"))?;
         Ok(Sender { sock, peer, clock, flow: flow_state, opts, stop })
     }

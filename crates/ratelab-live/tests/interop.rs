@@ -175,18 +175,18 @@ fn tshark_decodes_a_live_capture_without_malformed_packets() {
         assert!(bad.is_empty(), "{format:?}: tshark flags {} packets, e.g. {:?}", bad.len(), bad.first());
         // RTP: every sender packet decodes as RTP v2 with our SSRC and the one-byte extension.
         let rtp = tshark_fields(&cap, &decode, "rtp", &["rtp.ssrc", "rtp.ext.profile", "rtp.ext.rfc5285.id"]);
-        assert_eq!(rtp.len() as u64, r.details.sender.packets_sent);
+        assert_eq!(rtp.len() as u64, r.details.flows[0].sender.packets_sent);
         assert!(rtp.iter().all(|f| f[0] == "0x5241544c" && f[1] == "0xbede" && f[2] == "5"), "{:?}", rtp.first());
         // RTCP: the feedback packets are RTPFB with our FMT; TWCC fields decode.
         let fb = tshark_fields(&cap, &decode, &format!("rtcp.rtpfb.fmt == {fmt}"), &["frame.number"]);
-        assert!(fb.len() as u64 >= r.details.receiver.feedback_packets - 2, "{} of {}", fb.len(), r.details.receiver.feedback_packets);
+        assert!(fb.len() as u64 >= r.details.flows[0].receiver.feedback_packets - 2, "{} of {}", fb.len(), r.details.flows[0].receiver.feedback_packets);
         if fmt == 15 {
             let tcc = tshark_fields(&cap, &decode, "rtcp.rtpfb.transportcc.baseseq", &["rtcp.rtpfb.transportcc.baseseq", "rtcp.rtpfb.transportcc.statuscount"]);
             assert!(!tcc.is_empty());
             // the first report starts at the first packet (seq 0, unless the first few were lost)
             assert!(tcc[0][0].parse::<u64>().unwrap() < 5, "{:?}", tcc[0]);
             let total: u64 = tcc.iter().map(|f| f[1].parse::<u64>().unwrap()).sum();
-            assert!(total + 50 >= r.details.sender.packets_sent, "{total} statuses for {} packets", r.details.sender.packets_sent);
+            assert!(total + 50 >= r.details.flows[0].sender.packets_sent, "{total} statuses for {} packets", r.details.flows[0].sender.packets_sent);
         }
         let _ = std::fs::remove_file(&cap);
     }
