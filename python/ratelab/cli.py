@@ -46,14 +46,40 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
+def scenario_run_options(out_default: str):
+    """SCENARIO, -c, --seed, --out and --set: the arguments `run` and `live run` share."""
+    options = [
+        click.argument("scenario"),
+        click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
+                     help="Controller for every media flow; repeat to compare several. Default: as in the scenario."),
+        seed_option,
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help=f"Output folder.  [default: {out_default}]"),
+        set_option,
+    ]
+
+    def wrap(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return wrap
+
+
+def finish_runs(out: Path, run) -> None:
+    """Call ``run()`` (a :class:`ScenarioRun`), then write its summaries, plots and report into
+    ``out`` — also those of the runs done before a Ctrl-C, which is then re-raised."""
+    try:
+        res = run()
+    except Interrupted as exc:
+        if exc.result.runs:
+            _finish([exc.result], out / "report.html")
+        raise
+    _finish([res], out / "report.html")
+
+
 @cli.command()
-@click.argument("scenario")
-@click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
-              help="Controller for every media flow; repeat to compare several. Default: as in the scenario.")
-@seed_option
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Output folder.  [default: results/<scenario>]")
-@set_option
+@scenario_run_options("results/<scenario>")
 @click.option("--no-packets", is_flag=True, help="Do not keep the per-packet log (faster, smaller).")
 @click.option("--model", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="ONNX policy for r3net (default: the shipped model); makes every media flow r3net unless -c says otherwise.")
@@ -64,13 +90,7 @@ def run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None
     if model is not None:
         sc = sc.with_overrides(model_overrides(sc, model))
     out = out or Path("results") / sc.name
-    try:
-        res = run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=True)
-    except Interrupted as exc:
-        if exc.result.runs:
-            _finish([exc.result], out / "report.html")
-        raise
-    _finish([res], out / "report.html")
+    finish_runs(out, lambda: run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=True))
 
 
 def model_overrides(sc, model: Path) -> list[str]:

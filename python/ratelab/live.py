@@ -1,6 +1,6 @@
 """Live mode: the same controllers over real UDP, with RTP/RTCP on the wire.
 
-* ``ratelab live run SCENARIO`` starts the link emulator, a receiver and a sender on loopback
+* ``ratelab live run SCENARIO`` starts the link emulator, and a receiver and a sender per media flow, on loopback
   (all in ``ratelab._core``, real time) and writes the same ``summary.json``, Parquet files and
   report as ``ratelab run``; each run folder also gets ``live.json`` with what every component
   measured (pacer timing error, emulator drops and delays, feedback counts, CPU).
@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 
 from .errors import InputError, from_core
 from .native import core, core_errors
-from .runner import Interrupted, ParquetSink, RunResult, ScenarioRun, check_controllers
+from .runner import Interrupted, ParquetSink, RunResult, ScenarioRun, unique_name, check_controllers, prepare_runs
 from .scenario import Scenario, load_scenario, resolve_trace
 
 FEEDBACK_FORMATS = ("twcc", "rfc8888")
@@ -41,23 +41,16 @@ def run_live(
 ) -> ScenarioRun:
     """Run ``scenario`` live once per controller (real time: each run takes ``duration_s``).
 
-    Same results layout as :func:`ratelab.runner.run_scenario`, plus ``live.json`` per run.
+    Every media flow runs (``count`` expanded, both directions); a controller given replaces the
+    controller of every media flow, as in :func:`ratelab.runner.run_scenario`. Same results layout as :func:`ratelab.runner.run_scenario`, plus ``live.json`` per run.
     ``capture``: a pcap file of all RTP/RTCP the emulator received (one controller only).
     """
-    sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, overrides)
-    if isinstance(scenario, Scenario) and overrides:
-        sc = sc.with_overrides(overrides)
-    if not packets:
-        sc = sc.with_overrides(["metrics.packet_log=false"])
     if feedback not in FEEDBACK_FORMATS:
         raise InputError("--feedback", feedback, f"unknown feedback format (known: {', '.join(FEEDBACK_FORMATS)})")
+    sc, choices = prepare_runs(scenario, controllers, overrides, packets)
     _check_live(sc)
-    check_controllers(controllers or ())
-    choices: list[str | None] = list(controllers) if controllers else [None]
     if capture is not None and len(choices) > 1:
         raise InputError("--capture", "", "capture one run at a time (give one -c)")
-    for choice in choices:
-        sc.validate(choice)
     out = Path(out_dir) if out_dir is not None else None
     result = ScenarioRun(sc, seed, out_dir=out, title=f"{sc.name} (live)")
     doc = sc.to_json()
@@ -65,7 +58,7 @@ def run_live(
     try:
         for choice in choices:
             label = choice or "+".join(sc.media_controllers()) or "scenario"
-            name = label if label not in names else f"{label}-{len(names) + 1}"
+            name = unique_name(label, names)
             names.append(name)
             if progress:
                 import sys
@@ -80,11 +73,12 @@ def run_live(
 
 
 def _check_live(sc: Scenario) -> None:
-    """Live mode runs one media flow; say so before anything starts."""
+    """Live mode runs the media flows (TCP stays in the simulator); say so before anything starts."""
     flows = [f for f in sc.data.get("flows", []) if isinstance(f, dict)]
-    media = [f for f in flows if f.get("kind") == "media"]
-    if len(media) != 1 or len(flows) != 1 or int(media[0].get("count", 1)) != 1:
-        raise InputError(sc.source, "flows", "live mode runs exactly one media flow (no TCP flows, count = 1)")
+    for i, f in enumerate(flows):
+        if f.get("kind") == "tcp":
+            raise InputError(sc.source, f"flows[{i}].kind",
+                             "TCP flows run in the simulator only (`ratelab run`); live mode runs media flows")
 
 
 def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: str, seed: int,
@@ -199,9 +193,8 @@ def register(cli) -> None:
     """Add ``live run|send|recv`` and ``emulate`` to the click group ``cli``."""
     import click
 
-    seed_option = click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
-    set_option = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-                              help="Override a scenario field by dotted path (value is a TOML literal). Repeatable.")
+    from .cli import finish_runs, scenario_run_options, seed_option
+
     fb_option = click.option("--feedback", type=click.Choice(FEEDBACK_FORMATS), default="twcc", show_default=True,
                              help="Feedback wire format: TWCC (draft-holmer-01) or RFC 8888.")
 
@@ -210,32 +203,19 @@ def register(cli) -> None:
         """The controllers over real UDP (RTP/RTCP), in real time."""
 
     @live.command("run")
-    @click.argument("scenario")
-    @click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
-                  help="Controller for the media flow; repeat to compare several (runs one after another).")
-    @seed_option
-    @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-                  help="Output folder.  [default: results/<scenario>-live]")
-    @set_option
+    @scenario_run_options("results/<scenario>-live")
     @fb_option
     @click.option("--no-packets", is_flag=True, help="Do not keep the per-packet log.")
     @click.option("--capture", type=click.Path(dir_okay=False, path_type=Path), default=None,
                   help="Write the run's RTP/RTCP to this pcap file (for tshark/Wireshark).")
     def live_run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None, overrides: tuple[str, ...],
                  feedback: str, no_packets: bool, capture: Path | None) -> None:
-        """Run SCENARIO live on loopback (emulator + receiver + sender) and write the same outputs as `ratelab run`."""
-        from .cli import _finish
-
+        """Run SCENARIO's media flows live on loopback (emulator, a receiver and a sender per flow) and write the same
+        outputs as `ratelab run`."""
         sc = load_scenario(scenario, overrides)
         out = out or Path("results") / f"{sc.name}-live"
-        try:
-            res = run_live(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, feedback=feedback,
-                           progress=True, capture=capture)
-        except Interrupted as exc:
-            if exc.result.runs:
-                _finish([exc.result], out / "report.html")
-            raise
-        _finish([res], out / "report.html")
+        finish_runs(out, lambda: run_live(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets,
+                                          feedback=feedback, progress=True, capture=capture))
 
     @live.command("send")
     @click.option("--to", "to", required=True, metavar="HOST:PORT", help="Where the receiver (or the emulator) listens.")

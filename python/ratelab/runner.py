@@ -191,15 +191,7 @@ def run_scenario(
     callback or True for a rich progress bar on stderr. Raises :class:`InputError` for bad input
     (before any run starts) and :class:`Interrupted` on Ctrl-C.
     """
-    sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, overrides)
-    if isinstance(scenario, Scenario) and overrides:
-        sc = sc.with_overrides(overrides)
-    if not packets:
-        sc = sc.with_overrides(["metrics.packet_log=false"])
-    check_controllers(controllers or ())
-    choices: list[str | None] = list(controllers) if controllers else [None]
-    for choice in choices:  # all bad input is reported before the first run starts
-        sc.validate(choice)
+    sc, choices = prepare_runs(scenario, controllers, overrides, packets)
     out = Path(out_dir) if out_dir is not None else None
     result = ScenarioRun(sc, seed, out_dir=out, title=sc.name)
     doc = sc.to_json()
@@ -212,7 +204,7 @@ def run_scenario(
         try:
             for choice in choices:
                 label = choice or "+".join(sc.media_controllers()) or "scenario"
-                name = _unique(label, names)
+                name = unique_name(label, names)
                 names.append(name)
                 run_dir = out / name if out is not None else None
                 result.runs.append(_run_one(sc, doc, choice, label, name, seed, run_dir, on_progress))
@@ -224,6 +216,23 @@ def run_scenario(
 
 def _no_progress(_desc: str, _sim_s: float) -> None:
     pass
+
+
+def prepare_runs(scenario: Scenario | str | Path, controllers: Sequence[str] | None, overrides: Iterable[str],
+                 packets: bool) -> tuple[Scenario, list[str | None]]:
+    """The scenario with ``overrides`` (and without the packet log unless ``packets``), and the
+    controller choices to run it with (``None``: as written); all bad input is reported here,
+    before the first run starts. Shared by :func:`run_scenario` and ``live.run_live``."""
+    sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, overrides)
+    if isinstance(scenario, Scenario) and overrides:
+        sc = sc.with_overrides(overrides)
+    if not packets:
+        sc = sc.with_overrides(["metrics.packet_log=false"])
+    check_controllers(controllers or ())
+    choices: list[str | None] = list(controllers) if controllers else [None]
+    for choice in choices:
+        sc.validate(choice)
+    return sc, choices
 
 
 def check_controllers(names: Iterable[str]) -> None:
@@ -284,7 +293,7 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
                                   dir=run_dir)
 
 
-def _unique(name: str, taken: list[str]) -> str:
+def unique_name(name: str, taken: list[str]) -> str:
     if name not in taken:
         return name
     i = 2

@@ -34,15 +34,15 @@ def test_live_run_writes_the_same_outputs_as_run(core, tmp_path):
     packets = pq.read_table(tmp_path / "gcc" / "packets.parquet")
     assert packets.num_rows == flow["packets_sent"]
     details = json.loads((tmp_path / "gcc" / "live.json").read_text())
-    assert details["sender"]["end_reason"] == "duration"
-    assert details["sender"]["feedback_packets"] > 10
+    assert details["flows"][0]["sender"]["end_reason"] == "duration"
+    assert details["flows"][0]["sender"]["feedback_packets"] > 10
     assert details["emulator"]["forward"]["delivered_packets"] >= flow["packets_received"]
 
 
 def test_live_rejects_what_it_cannot_run():
     with pytest.raises(InputError) as e:
         live.run_live(load_scenario("rmcat-5.6", ["duration_s=2"]))
-    assert e.value.field == "flows" and "one media flow" in e.value.message
+    assert e.value.field == "flows[1].kind" and "simulator only" in e.value.message
     with pytest.raises(InputError):
         live.run_live(load_scenario("rmcat-5.1"), feedback="quic")
     with pytest.raises(InputError):
@@ -77,4 +77,32 @@ def test_cli_errors_are_one_line(cli, core):
     r = cli("live", "send", "--to", "127.0.0.1:9", "--timeout", "0.5", "--duration", "3")
     assert r.returncode == 2 and "no feedback from 127.0.0.1:9" in r.stderr
     r = cli("live", "run", "rmcat-5.6")
-    assert r.returncode == 2 and "flows: live mode runs exactly one media flow" in r.stderr
+    assert r.returncode == 2 and "flows[1].kind: TCP flows run in the simulator only" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_live_run_cli_runs_every_flow_with_the_controller_given(cli, core, tmp_path):
+    """rmcat-5.2 (two media flows, count = 2) shortened to 12 s: `-c nada` replaces the
+    controller of both flows, as `ratelab run -c` does; summary.json, the series and the packet
+    log carry both flows with the simulator's labels and ids."""
+    r = cli("live", "run", "rmcat-5.2", "--set", "duration_s=12", "-c", "nada", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    run = summary["runs"][0]
+    flows = run["flows"]
+    assert [f["label"] for f in flows] == ["media0", "media1"]
+    assert [f["id"] for f in flows] == [0, 1]
+    assert all(f["controller"] == "nada" for f in flows)
+    for f in flows:
+        # 12 s from 150 kbit/s on a 4 Mbit/s link: both ramp up, nearly nothing is lost.
+        assert f["packets_sent"] > 100 and f["packets_received"] > 0.95 * f["packets_sent"], f
+        assert f["throughput_kbps"] > 100, f
+    assert 0.0 < run["link"]["jain_index"] <= 1.0
+    series = pq.read_table(tmp_path / "nada" / "series.parquet").to_pydict()
+    assert set(series["flow"]) == {0, 1}
+    packets = pq.read_table(tmp_path / "nada" / "packets.parquet").to_pydict()
+    for f in flows:
+        assert sum(1 for x in packets["flow"] if x == f["id"]) == f["packets_sent"]
+    details = json.loads((tmp_path / "nada" / "live.json").read_text())
+    assert [d["label"] for d in details["flows"]] == ["media0", "media1"]
+    assert len(details["emulator"]["routes"]) == 2

@@ -49,40 +49,31 @@ fn format_of(s: &str) -> PyResult<FeedbackFormat> {
 
 fn addr(s: &str) -> PyResult<std::net::SocketAddr> { resolve(s).map_err(PyValueError::new_err) }
 
+/// A dict of numpy arrays, one per named field of a columnar log.
+macro_rules! columns {
+    ($py:expr, $log:expr, $($col:ident),+ $(,)?) => {{
+        let d = PyDict::new_bound($py);
+        $( d.set_item(stringify!($col), $log.$col.into_pyarray_bound($py))?; )+
+        Ok(d.into_any().unbind())
+    }};
+}
+
 /// Columns of a time-series log as numpy arrays (shared by `Simulation` and the live runs).
 pub(crate) fn series_dict(py: Python<'_>, s: SeriesLog) -> PyResult<PyObject> {
-    let d = PyDict::new_bound(py);
-    d.set_item("t_s", s.t_s.into_pyarray_bound(py))?;
-    d.set_item("flow", s.flow.into_pyarray_bound(py))?;
-    d.set_item("target_kbps", s.target_kbps.into_pyarray_bound(py))?;
-    d.set_item("encoder_kbps", s.encoder_kbps.into_pyarray_bound(py))?;
-    d.set_item("pacing_kbps", s.pacing_kbps.into_pyarray_bound(py))?;
-    d.set_item("send_kbps", s.send_kbps.into_pyarray_bound(py))?;
-    d.set_item("recv_kbps", s.recv_kbps.into_pyarray_bound(py))?;
-    d.set_item("owd_ms", s.owd_ms.into_pyarray_bound(py))?;
-    d.set_item("capacity_kbps", s.capacity_kbps.into_pyarray_bound(py))?;
-    d.set_item("queue_ms", s.queue_ms.into_pyarray_bound(py))?;
-    d.set_item("cwnd_bytes", s.cwnd_bytes.into_pyarray_bound(py))?;
-    Ok(d.into_any().unbind())
+    columns!(py, s, t_s, flow, target_kbps, encoder_kbps, pacing_kbps, send_kbps, recv_kbps, owd_ms, capacity_kbps, queue_ms, cwnd_bytes)
 }
 
 /// Columns of a packet log as numpy arrays (shared by `Simulation` and the live runs).
 pub(crate) fn packets_dict(py: Python<'_>, log: PacketLog) -> PyResult<PyObject> {
-    let d = PyDict::new_bound(py);
-    d.set_item("flow", log.flow.into_pyarray_bound(py))?;
-    d.set_item("seq", log.seq.into_pyarray_bound(py))?;
-    d.set_item("size", log.size.into_pyarray_bound(py))?;
-    d.set_item("send_s", log.send_s.into_pyarray_bound(py))?;
-    d.set_item("recv_s", log.recv_s.into_pyarray_bound(py))?;
-    d.set_item("lost", log.lost.into_pyarray_bound(py))?;
-    Ok(d.into_any().unbind())
+    columns!(py, log, flow, seq, size, send_s, recv_s, lost)
 }
 
 fn to_py<T: serde::Serialize>(py: Python<'_>, v: &T) -> PyResult<PyObject> {
     json_to_py(py, &serde_json::to_value(v).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
 }
 
-/// Run a scenario live on loopback (emulator + receiver + sender, real time). Returns a dict
+/// Run a scenario's media flows live on loopback (emulator, and a receiver and a sender per
+/// flow, real time; `controller` replaces every media flow's). Returns a dict
 /// with `summary` (as `Simulation.summary()`), `details` (per component), `series`, `packets`.
 #[pyfunction]
 #[pyo3(signature = (scenario_json, seed=1, controller=None, feedback="twcc", capture=None))]
