@@ -59,7 +59,7 @@ def row(name: str, ctl: str, d: dict) -> str:
 
 
 FLOW_HEADER = ("| scenario | controller | s | flow | thr. sim kbit/s | thr. live kbit/s | Δ % | queue sim ms | queue live ms "
-               "| Δ ms | link util. sim / live % |\n|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
+               "| Δ ms | link util. sim / live % | Jain sim / live |\n|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---|")
 
 
 def flow_rows(name: str, ctl: str, d: dict) -> list[str]:
@@ -72,7 +72,8 @@ def flow_rows(name: str, ctl: str, d: dict) -> list[str]:
         qs, ql = fs["queue_delay_ms_mean"] or 0.0, fl["queue_delay_ms_mean"] or 0.0
         rows.append(f"| {name} | {ctl} | {live['duration_s']:.0f} | {fs['label']} ({fs['direction']}) | {ts:.0f} | {tl:.0f} | "
                     f"{100 * (tl - ts) / ts if ts else 0.0:+.1f} | {qs:.1f} | {ql:.1f} | {ql - qs:+.1f} | "
-                    f"{link}: {100 * sim[link]['utilization']:.1f} / {100 * live[link]['utilization']:.1f} |")
+                    f"{link}: {100 * sim[link]['utilization']:.1f} / {100 * live[link]['utilization']:.1f} | "
+                    f"{sim[link]['jain_index']:.3f} / {live[link]['jain_index']:.3f} |")
     return rows
 
 
@@ -86,6 +87,7 @@ def main() -> int:
     ap.add_argument("--raw", type=Path, default=Path("agreement-raw"))
     ap.add_argument("--duration", type=float, default=None, help="Override the scenarios' duration_s.")
     ap.add_argument("--per-flow", action="store_true", help="One row per flow (multi-flow scenarios).")
+    ap.add_argument("--from-raw", action="store_true", help="Print the table from the JSON in --raw (no runs).")
     a = ap.parse_args()
     a.raw.mkdir(parents=True, exist_ok=True)
     if a.per_flow:
@@ -97,12 +99,17 @@ def main() -> int:
     for name in a.scenario or ["rmcat-5.1", "trace-4g-700kbps"]:
         sc = scenario_json(name, a.raw, a.duration)
         for ctl in a.controller or ["gcc"]:
+            raw = a.raw / f"{name}-{ctl}-{a.format}-seed{a.seed}.json"
+            if a.from_raw:
+                d = json.loads(raw.read_text())
+                print("\n".join(flow_rows(name, ctl, d)) if a.per_flow else row(name, ctl, d), flush=True)
+                continue
             r = subprocess.run([a.binary, "compare", str(sc), "--controller", ctl, "--seed", str(a.seed), "--format", a.format],
                                capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"| {name} | {ctl} | error: {r.stderr.strip()} |")
                 continue
-            (a.raw / f"{name}-{ctl}-{a.format}-seed{a.seed}.json").write_text(r.stdout)
+            raw.write_text(r.stdout)
             d = json.loads(r.stdout)
             print("\n".join(flow_rows(name, ctl, d)) if a.per_flow else row(name, ctl, d), flush=True)
     return 0

@@ -308,6 +308,8 @@ impl Emulator {
                 }
                 self.process(&mut events, &mut held, &mut rng, ta);
                 let Some((ri, leg)) = self.classify(src) else { foreign += 1; continue };
+                // A receiver talking before its sender is known has nobody to reach.
+                if leg == 1 && self.routes[ri].route.sender.is_none() { foreign += 1; continue; }
                 let dir = self.routes[ri].route.direction;
                 let d = if leg == 0 { dir.index() } else { dir.other().index() };
                 let size = n as i64 + IP_UDP_OVERHEAD;

@@ -11,7 +11,6 @@ use crate::{Quantiles, StopFlag};
 use ratelab_core::controllers::BuildContext;
 use ratelab_core::media::encoder::packetize;
 use ratelab_core::media::pacer::QueuedPacket;
-use ratelab_core::network::capacity::CapacitySchedule;
 use ratelab_core::network::packet::Payload;
 use ratelab_core::scenario::FlowConfig;
 use ratelab_core::sim::build::build_media_flow;
@@ -116,9 +115,6 @@ pub struct SenderResult {
 /// What the `oracle` controller is told about its share of the bottleneck.
 pub type FairShare = Arc<dyn Fn(Time) -> Bitrate + Send + Sync>;
 
-/// The whole capacity of one emulated bottleneck as the `oracle`'s share (a flow alone on it).
-pub fn capacity_share(capacity: CapacitySchedule) -> FairShare { Arc::new(move |t| capacity.rate_at(t)) }
-
 /// A configured sender, ready to run on its own thread.
 pub struct Sender {
     sock: UdpSocket,
@@ -132,7 +128,7 @@ pub struct Sender {
 impl Sender {
     /// Build the flow's controller and media pipeline from `flow` (the scenario schema of one
     /// media flow) and bind `bind`. `fair_share`: the flow's share of the emulated bottleneck
-    /// over time, only for the `oracle` (see [`capacity_share`]).
+    /// over time (`sim::build::fair_share`), only for the `oracle`.
     pub fn new(flow: &FlowConfig, opts: SenderOptions, bind: SocketAddr, peer: SocketAddr, clock: LiveClock, fair_share: Option<FairShare>, stop: StopFlag) -> Result<Sender, String> {
         if !(1..=14).contains(&opts.tw_ext_id) { return Err(ConfigError::new("tw_ext_id", "must be in 1..=14").to_string()); }
         if !(opts.duration_s.is_finite() && opts.duration_s > 0.0) { return Err(ConfigError::new("duration_s", "must be > 0").to_string()); }
