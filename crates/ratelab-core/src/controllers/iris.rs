@@ -570,7 +570,7 @@ mod tests {
         /// One 50 ms epoch: send `n` packets evenly, deliver each after `owd` (or lose it).
         fn epoch(&mut self, n: u32, owd_ms: f64, lose: &[u32]) {
             let u = scripted_epoch(&mut self.iris, self.now, &mut self.seq, n, owd_ms, 20.0, lose);
-            self.now = self.now + Duration::from_ms(50);
+            self.now += Duration::from_ms(50);
             if let Some(r) = u.pacing_rate { self.rate = r; }
             self.target = u.target_rate.or(self.target);
         }

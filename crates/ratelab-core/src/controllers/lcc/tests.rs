@@ -21,7 +21,7 @@ impl Script {
     }
     fn epoch(&mut self, n: u32, owd_ms: f64) {
         let u = scripted_epoch(&mut self.lcc, self.now, &mut self.seq, n, owd_ms, 10.0, &[]);
-        self.now = self.now + Duration::from_ms(50);
+        self.now += Duration::from_ms(50);
         if let Some(r) = u.target_rate { self.rate = r; }
     }
 }
