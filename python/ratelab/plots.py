@@ -120,8 +120,6 @@ def _capacity(ax: Any, s: dict[str, np.ndarray], rows: np.ndarray | None = None,
 
 
 def _finish(fig: Any, ax_rate: Any, ax_owd: Any, title: str, png_path: str | Path) -> Path:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     ax_rate.set_title(title, fontsize=11)
     ax_rate.set_ylabel("rate (Mbit/s)")
     ax_rate.set_ylim(0, _robust_top(ax_rate))
@@ -131,6 +129,14 @@ def _finish(fig: Any, ax_rate: Any, ax_owd: Any, title: str, png_path: str | Pat
     ax_owd.set_ylim(bottom=0)
     for ax in (ax_rate, ax_owd):
         ax.grid(True, alpha=0.3)
+    return _save_png(fig, png_path)
+
+
+def _save_png(fig: Any, png_path: str | Path) -> Path:
+    """Render ``fig`` on an Agg canvas and write it as a 100-dpi PNG under a temporary name,
+    then rename it into place (readers never see half a file)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     png_path = Path(png_path)
     png_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = png_path.with_name(png_path.name + ".part")
@@ -168,7 +174,6 @@ def plot_pareto(points: dict[str, tuple[float, float]], per_trace: list[tuple[fl
                 png_path: str | Path) -> Path:
     """Utilization against p95 one-way delay: one large marker per controller (ringed when
     Pareto-optimal), small markers for every (controller, trace)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(8, 5.2), layout="constrained")
@@ -191,10 +196,4 @@ def plot_pareto(points: dict[str, tuple[float, float]], per_trace: list[tuple[fl
     ax.set_title("Throughput against delay", fontsize=11)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    png_path = Path(png_path)
-    png_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = png_path.with_name(png_path.name + ".part")
-    FigureCanvasAgg(fig)
-    fig.savefig(tmp, format="png", dpi=100)
-    tmp.replace(png_path)
-    return png_path
+    return _save_png(fig, png_path)

@@ -190,13 +190,20 @@ def _fig4(res: Results, ctx: ReportContext, w0: float, w1: float) -> None:
     ctx.claim(sec, f"DCRC literal: same delay objective at {cases[i0]} loss", "q₀ = 200 ms", f"{ql.fmt(0)} ms",
               abs(ql.mean - Q0_MS) <= 0.25 * Q0_MS, key="delay:dcrc")
     ctx.put_claims(sec)
-    xs = [float(c.rstrip(" %")) for c in cases]
+    _throughput_stability_figure(ctx, [float(c.rstrip(" %")) for c in cases], thr, stab, "random loss (%)", "fig4-loss",
+                                 "Fig. 4 reproduced: throughput and stability (std/mean of the per-second rate) "
+                                 "against random loss; 1 Mbit/s, 50 ms; mean ± std over seeds.")
+
+
+def _throughput_stability_figure(ctx: ReportContext, xs: list[float], thr: dict[str, list[Stat]],
+                                 stab: dict[str, list[Stat]], xlabel: str, name: str, caption: str) -> None:
+    """Figs. 4 and 5: throughput (left, from 0) and stability (right) against the swept parameter,
+    mean ± std over seeds."""
     fig, ax = P.figure(1, 2, (10, 3.8))
-    P.sweep(ax[0, 0], xs, thr, xlabel="random loss (%)", ylabel="throughput (kbit/s)", labels=PLOT_LABEL)
-    P.sweep(ax[0, 1], xs, stab, xlabel="random loss (%)", ylabel="stability (std/mean)", labels=PLOT_LABEL)
+    P.sweep(ax[0, 0], xs, thr, xlabel=xlabel, ylabel="throughput (kbit/s)", labels=PLOT_LABEL)
+    P.sweep(ax[0, 1], xs, stab, xlabel=xlabel, ylabel="stability (std/mean)", labels=PLOT_LABEL)
     ax[0, 0].set_ylim(bottom=0)
-    ctx.figure(fig, "fig4-loss", "Fig. 4 reproduced: throughput and stability (std/mean of the per-second rate) "
-               "against random loss; 1 Mbit/s, 50 ms; mean ± std over seeds.")
+    ctx.figure(fig, name, caption)
 
 
 def _fig5(res: Results, ctx: ReportContext, w0: float, w1: float) -> None:
@@ -223,13 +230,9 @@ def _fig5(res: Results, ctx: ReportContext, w0: float, w1: float) -> None:
         ctx.claim(sec, f"{PLOT_LABEL[c]} throughput “remains the same” ({cases[first]} → {cases[last]}: ≥ 90 % kept)",
                   "plot", f"{thr[c][first].fmt(0)} → {thr[c][last].fmt(0)} kbit/s ({100 * kept(c):.0f} %)", kept(c) >= 0.9, key=f"flat:{c}")
     ctx.put_claims(sec)
-    xs = [float(c.split()[0]) for c in cases]
-    fig, ax = P.figure(1, 2, (10, 3.8))
-    P.sweep(ax[0, 0], xs, thr, xlabel="one-way latency (ms)", ylabel="throughput (kbit/s)", labels=PLOT_LABEL)
-    P.sweep(ax[0, 1], xs, stab, xlabel="one-way latency (ms)", ylabel="stability (std/mean)", labels=PLOT_LABEL)
-    ax[0, 0].set_ylim(bottom=0)
-    ctx.figure(fig, "fig5-latency", "Fig. 5 reproduced: throughput and stability against one-way latency; 1 Mbit/s, "
-               "1 % loss; mean ± std over seeds.")
+    _throughput_stability_figure(ctx, [float(c.split()[0]) for c in cases], thr, stab, "one-way latency (ms)", "fig5-latency",
+                                 "Fig. 5 reproduced: throughput and stability against one-way latency; 1 Mbit/s, "
+                                 "1 % loss; mean ± std over seeds.")
 
 
 def _phases(run: RunData) -> list[tuple[float, float, list[int]]]:

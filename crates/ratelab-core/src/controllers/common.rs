@@ -2,9 +2,9 @@
 //! (over time or over round trips), a sliding-window rate meter, the RTT flavours one can read
 //! off a transport feedback, the BBR/QUIC delivery-rate sampler ([`BandwidthSampler`]) and the
 //! BBR round-trip counter ([`RoundCounter`]), and the decision-epoch clock of LCC and Iris
-//! ([`next_epoch_boundary`]).
+//! ([`next_epoch_boundary`], [`EpochClock`]) with their controller shell ([`EpochController`]).
 
-use crate::controller::{PacketResult, SentPacket, TransportFeedback};
+use crate::controller::{Constraints, Controller, Diagnostics, PacketResult, SentPacket, TransportFeedback, Update};
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -346,6 +346,94 @@ pub fn next_epoch_boundary(t0: Time, epoch: Duration, now: Time) -> Time {
     let e = epoch.as_us().max(1);
     let k = (now - t0).as_us() / e + 1;
     t0 + Duration::from_us(k.saturating_mul(e))
+}
+
+/// The epochs of an epoch controller: length, origin (the start time), and the next boundary
+/// at which a decision is due (none before the start).
+#[derive(Clone, Copy, Debug)]
+pub struct EpochClock {
+    pub epoch: Duration,
+    /// The start time; epoch `k` is `[t0 + k·epoch, t0 + (k+1)·epoch)`.
+    pub t0: Time,
+    next: Option<Time>,
+}
+
+impl EpochClock {
+    pub fn new(epoch: Duration) -> Self { EpochClock { epoch, t0: Time::ZERO, next: None } }
+    pub fn start(&mut self, now: Time) {
+        self.t0 = now;
+        self.next = Some(now + self.epoch);
+    }
+    pub fn started(&self) -> bool { self.next.is_some() }
+    /// Whether a tick at `now` ends an epoch (once started, `now` has reached the next
+    /// boundary); if so the boundary moves to the first one after `now` ([`next_epoch_boundary`]).
+    pub fn due(&mut self, now: Time) -> bool {
+        match self.next {
+            Some(b) if now >= b => {
+                self.next = Some(next_epoch_boundary(self.t0, self.epoch, now));
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The controller shell of the epoch controllers (LCC, Iris): a rate held within the
+/// constraints, decided once per epoch on the tick that reaches the boundary, and handed out
+/// as an [`Update`] after the start, each decision and each change of constraints. Every such
+/// type is a [`Controller`] through the blanket impl below, which holds that plumbing once
+/// instead of in each controller (both once restated it line for line); an implementor states
+/// only what differs: its start, what it records from sends and feedback, its decision, and
+/// how the rate becomes an update. Sends and feedback before the start are ignored.
+pub trait EpochController: Send {
+    fn clock(&self) -> &EpochClock;
+    fn clock_mut(&mut self) -> &mut EpochClock;
+    /// The rate in force and the constraints, both kept by the implementor.
+    fn rate_and_constraints(&mut self) -> (&mut Bitrate, &mut Constraints);
+    /// The flow starts (the clock has just started at `now`): take `c`, set the initial rate.
+    fn start(&mut self, now: Time, c: Constraints);
+    fn packet_sent(&mut self, _p: &SentPacket) {}
+    fn feedback(&mut self, _fb: &TransportFeedback) {}
+    /// The epoch ending at `now` is over: decide the next rate.
+    fn end_epoch(&mut self, now: Time);
+    /// The rates to hand out for the current rate.
+    fn output(&self) -> Update;
+    fn epoch_diagnostics(&self, _out: &mut Diagnostics) {}
+}
+
+impl<T: EpochController> Controller for T {
+    fn on_start(&mut self, now: Time, c: Constraints) -> Update {
+        self.clock_mut().start(now);
+        self.start(now, c);
+        self.output()
+    }
+
+    fn on_packet_sent(&mut self, p: &SentPacket) -> Update {
+        if self.clock().started() { self.packet_sent(p); }
+        Update::default()
+    }
+
+    fn on_feedback(&mut self, fb: &TransportFeedback) -> Update {
+        if self.clock().started() { self.feedback(fb); }
+        Update::default()
+    }
+
+    fn on_tick(&mut self, now: Time) -> Update {
+        if !self.clock_mut().due(now) { return Update::default(); }
+        self.end_epoch(now);
+        self.output()
+    }
+
+    fn tick_interval(&self) -> Duration { self.clock().epoch }
+
+    fn on_constraints(&mut self, _now: Time, c: Constraints) -> Update {
+        let (rate, constraints) = self.rate_and_constraints();
+        *constraints = c;
+        *rate = (*rate).max(c.min_rate).min(c.max_rate);
+        self.output()
+    }
+
+    fn diagnostics(&self, out: &mut Diagnostics) { self.epoch_diagnostics(out); }
 }
 
 #[cfg(test)]

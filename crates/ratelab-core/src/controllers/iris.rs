@@ -26,8 +26,8 @@
 //! `t_r + (t_f − report_time)` ([`AckTiming::Reconstructed`]) or taken as the feedback arrival
 //! ([`AckTiming::FeedbackArrival`]).
 
-use super::common::{next_epoch_boundary, WindowedFilter};
-use crate::controller::{Constraints, Controller, Diagnostics, SentPacket, TransportFeedback, Update};
+use super::common::{EpochClock, EpochController, WindowedFilter};
+use crate::controller::{Constraints, Diagnostics, SentPacket, TransportFeedback, Update};
 use crate::error::ConfigError;
 use crate::units::{Bitrate, Duration, Time};
 use serde::{Deserialize, Serialize};
@@ -241,10 +241,7 @@ pub enum KSource { Prior, Fitted }
 pub struct Iris {
     cfg: IrisConfig,
     constraints: Constraints,
-    epoch: Duration,
-    t0: Time,
-    started: bool,
-    next_boundary: Time,
+    clock: EpochClock,
     pending: VecDeque<Epoch>,
     first: u64,
     prev_ack: Option<Time>,
@@ -276,7 +273,7 @@ impl Iris {
         let epoch = Duration::from_ms_f64(cfg.epoch_ms);
         let win = Duration::from_secs_f64(cfg.target_window_s);
         Ok(Iris {
-            cfg, constraints: Constraints::default(), epoch, t0: Time::ZERO, started: false, next_boundary: Time::MAX,
+            cfg, constraints: Constraints::default(), clock: EpochClock::new(epoch),
             pending: VecDeque::new(), first: 0, prev_ack: None, carry_bytes: 0, carry_epochs: 0, prev_rtt: None,
             latest: None, last_r_bps: None, new_stat: false, pairs: VecDeque::new(), k: None, last_fit: None,
             last_fit_result: None, min_rtt: WindowedFilter::min(win), rtt_history: VecDeque::new(), mode: Mode::ColdStart,
@@ -287,16 +284,11 @@ impl Iris {
     fn pps(&self, bps: f64) -> f64 { bps / (8.0 * self.cfg.packet_bytes) }
     fn bps(&self, pps: f64) -> f64 { pps * 8.0 * self.cfg.packet_bytes }
 
-    fn index(&self, t: Time) -> u64 { ((t - self.t0).as_us().max(0) / self.epoch.as_us()) as u64 }
+    fn index(&self, t: Time) -> u64 { ((t - self.clock.t0).as_us().max(0) / self.clock.epoch.as_us()) as u64 }
 
     fn clamp(&self, bps: f64) -> Bitrate {
         let bps = if bps.is_finite() { bps } else { self.rate.bps_f64() };
         Bitrate::from_bps_f64(bps).max(self.constraints.min_rate).min(self.constraints.max_rate)
-    }
-
-    fn update(&self) -> Update {
-        let target = self.rate.scale(self.payload_fraction).max(self.constraints.min_rate).min(self.constraints.max_rate);
-        Update { target_rate: Some(target), pacing_rate: Some(self.rate.scale(self.cfg.pacing_factor)), ..Update::default() }
     }
 
     /// The sending rate x in force (bit/s, wire).
@@ -359,7 +351,7 @@ impl Iris {
         };
         if ack <= prev { return; } // same ACK time as the previous epoch: merge into the next
         let r = receive_rate(self.carry_bytes, prev, ack).map(|r| r.bps_f64());
-        let x = self.carry_bytes as f64 * 8.0 / (self.epoch.as_secs_f64() * self.carry_epochs as f64);
+        let x = self.carry_bytes as f64 * 8.0 / (self.clock.epoch.as_secs_f64() * self.carry_epochs as f64);
         self.prev_ack = Some(ack);
         self.carry_bytes = 0;
         self.carry_epochs = 0;
@@ -384,7 +376,7 @@ impl Iris {
     /// Close the leading epochs that have ended by `now` and whose packets are all reported.
     fn close_complete(&mut self, now: Time) {
         while let Some(e) = self.pending.front() {
-            let end = self.t0 + Duration::from_us((self.first as i64 + 1) * self.epoch.as_us());
+            let end = self.clock.t0 + Duration::from_us((self.first as i64 + 1) * self.clock.epoch.as_us());
             if end > now || e.reported < e.packets { break; }
             self.close_oldest(now);
         }
@@ -408,11 +400,11 @@ impl Iris {
     /// grows the queue by `(x − r)·ε / r` seconds.
     pub fn prior_k(&self, r_bps: f64) -> f64 {
         let r_pps = self.pps(r_bps).max(1.0);
-        1000.0 * self.epoch.as_secs_f64() / r_pps
+        1000.0 * self.clock.epoch.as_secs_f64() / r_pps
     }
 
     fn decide(&mut self, now: Time) {
-        let fresh = match self.last_feedback { Some(t) => now - t <= Duration::from_secs(1), None => now - self.t0 <= Duration::from_secs(1) };
+        let fresh = match self.last_feedback { Some(t) => now - t <= Duration::from_secs(1), None => now - self.clock.t0 <= Duration::from_secs(1) };
         let t_ms = self.target_delay_ms(now);
         if self.mode == Mode::ColdStart {
             let exit = self.new_stat && self.latest.is_some_and(|s| {
@@ -444,18 +436,17 @@ impl Iris {
     }
 }
 
-impl Controller for Iris {
-    fn on_start(&mut self, now: Time, c: Constraints) -> Update {
+impl EpochController for Iris {
+    fn clock(&self) -> &EpochClock { &self.clock }
+    fn clock_mut(&mut self) -> &mut EpochClock { &mut self.clock }
+    fn rate_and_constraints(&mut self) -> (&mut Bitrate, &mut Constraints) { (&mut self.rate, &mut self.constraints) }
+
+    fn start(&mut self, _now: Time, c: Constraints) {
         self.constraints = c;
-        self.t0 = now;
-        self.started = true;
-        self.next_boundary = now + self.epoch;
         self.rate = self.clamp(self.cfg.cold_start_kbps * 1e3);
-        self.update()
     }
 
-    fn on_packet_sent(&mut self, p: &SentPacket) -> Update {
-        if !self.started { return Update::default(); }
+    fn packet_sent(&mut self, p: &SentPacket) {
         let wire = p.size.get() as f64;
         if wire > 0.0 {
             let f = ((wire - self.cfg.header_bytes) / wire).clamp(0.05, 1.0);
@@ -466,11 +457,9 @@ impl Controller for Iris {
             e.bytes += p.size.get();
             e.packets += 1;
         }
-        Update::default()
     }
 
-    fn on_feedback(&mut self, fb: &TransportFeedback) -> Update {
-        if !self.started { return Update::default(); }
+    fn feedback(&mut self, fb: &TransportFeedback) {
         self.last_feedback = Some(fb.feedback_time);
         let mut newest_send: Option<Time> = None;
         for p in &fb.packets {
@@ -499,26 +488,19 @@ impl Controller for Iris {
             if self.pending.is_empty() && self.first < upto { self.first = upto; }
         }
         self.close_complete(fb.feedback_time);
-        Update::default()
     }
 
-    fn on_tick(&mut self, now: Time) -> Update {
-        if !self.started || now < self.next_boundary { return Update::default(); }
-        self.next_boundary = next_epoch_boundary(self.t0, self.epoch, now);
+    fn end_epoch(&mut self, now: Time) {
         self.close_complete(now);
         self.decide(now);
-        self.update()
     }
 
-    fn tick_interval(&self) -> Duration { self.epoch }
-
-    fn on_constraints(&mut self, _now: Time, c: Constraints) -> Update {
-        self.constraints = c;
-        self.rate = self.rate.max(c.min_rate).min(c.max_rate);
-        self.update()
+    fn output(&self) -> Update {
+        let target = self.rate.scale(self.payload_fraction).max(self.constraints.min_rate).min(self.constraints.max_rate);
+        Update { target_rate: Some(target), pacing_rate: Some(self.rate.scale(self.cfg.pacing_factor)), ..Update::default() }
     }
 
-    fn diagnostics(&self, out: &mut Diagnostics) {
+    fn epoch_diagnostics(&self, out: &mut Diagnostics) {
         if let Some(k) = self.k { out.push(("iris_k", k)); }
         out.push(("iris_u_pkts", self.last_u));
         out.push(("iris_d_ms", self.last_d_ms));
@@ -529,8 +511,8 @@ impl Controller for Iris {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::PacketResult;
-    use crate::units::Bytes;
+    use crate::controller::Controller;
+    use crate::controllers::testkit::scripted_epoch;
 
     #[test]
     fn tanh_step_hand_computed() {
@@ -587,21 +569,8 @@ mod tests {
         }
         /// One 50 ms epoch: send `n` packets evenly, deliver each after `owd` (or lose it).
         fn epoch(&mut self, n: u32, owd_ms: f64, lose: &[u32]) {
-            let start = self.now;
-            let mut fbs = Vec::new();
-            for i in 0..n {
-                let t = start + Duration::from_us(50_000 * i as i64 / n as i64);
-                let sp = SentPacket { seq: self.seq, size: Bytes::new(1200), send_time: t, probe_cluster: None, is_padding: false, data_in_flight: Bytes::ZERO };
-                self.seq += 1;
-                self.iris.on_packet_sent(&sp);
-                let recv = (!lose.contains(&i)).then(|| t + Duration::from_ms_f64(owd_ms));
-                let at = t + Duration::from_ms_f64(owd_ms + 20.0);
-                fbs.push(TransportFeedback { feedback_time: at, report_time: recv.or(Some(at)), packets: vec![PacketResult { sent: sp, recv_time: recv }], ..Default::default() });
-            }
-            self.now = start + Duration::from_ms(50);
-            // feedback that has arrived by the end of the epoch, then the rest before the next
-            for fb in fbs { self.iris.on_feedback(&fb); }
-            let u = self.iris.on_tick(self.now);
+            let u = scripted_epoch(&mut self.iris, self.now, &mut self.seq, n, owd_ms, 20.0, lose);
+            self.now += Duration::from_ms(50);
             if let Some(r) = u.pacing_rate { self.rate = r; }
             self.target = u.target_rate.or(self.target);
         }

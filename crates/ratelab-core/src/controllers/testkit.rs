@@ -172,3 +172,24 @@ impl Harness {
         Duration::from_us(v.iter().sum::<i64>() / v.len().max(1) as i64)
     }
 }
+
+/// One scripted 50-ms epoch from `start` for the epoch controllers' unit tests (LCC, Iris):
+/// `n` packets of 1200 B sent evenly (sequence numbers from `seq` on), each received `owd_ms`
+/// after sending unless its index is in `lose`, and reported on its own `ack_ms` after that
+/// (a lost packet when it would have arrived, plus `ack_ms`). Every send, then every report,
+/// then the tick at `start + 50 ms`; returns the tick's update.
+pub fn scripted_epoch(ctrl: &mut dyn Controller, start: Time, seq: &mut u64, n: u32, owd_ms: f64, ack_ms: f64, lose: &[u32]) -> Update {
+    let mut fbs = Vec::new();
+    for i in 0..n {
+        let t = start + Duration::from_us(50_000 * i as i64 / n as i64);
+        let sp = SentPacket { seq: *seq, size: Bytes::new(1200), send_time: t, probe_cluster: None, is_padding: false, data_in_flight: Bytes::ZERO };
+        *seq += 1;
+        ctrl.on_packet_sent(&sp);
+        let arrival = t + Duration::from_ms_f64(owd_ms);
+        let recv = (!lose.contains(&i)).then_some(arrival);
+        let at = arrival + Duration::from_ms_f64(ack_ms);
+        fbs.push(TransportFeedback { feedback_time: at, report_time: recv.or(Some(at)), packets: vec![PacketResult { sent: sp, recv_time: recv }], ..Default::default() });
+    }
+    for fb in fbs { ctrl.on_feedback(&fb); }
+    ctrl.on_tick(start + Duration::from_ms(50))
+}

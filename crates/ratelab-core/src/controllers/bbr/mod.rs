@@ -17,8 +17,96 @@ pub mod model;
 pub mod rbbr;
 pub mod webrtc;
 
-pub use rbbr::{Rbbr, RbbrConfig};
-pub use webrtc::{BbrWebrtc, BbrWebrtcConfig};
+pub use rbbr::{Rbbr, RbbrConfig, RbbrRule};
+pub use webrtc::{BbrWebrtc, BbrWebrtcConfig, WebrtcRule};
+
+use self::model::BbrModel;
+use crate::controller::{Constraints, Controller, Diagnostics, SentPacket, TransportFeedback, Update};
+use crate::units::{Bitrate, Bytes, Time};
+
+/// How one BBR sender turns the shared model's state into rates: the only part in which
+/// `bbr-webrtc` and `rbbr` differ (spec 7.5 `CreateRateUpdate` vs. spec 6.2 Algorithm 1).
+pub trait BbrRule: Send {
+    /// Pad up to the pacing rate while the model probes for bandwidth (spec 6.3 / 7.5).
+    fn pad_when_probing(&self) -> bool;
+    /// A non-empty feedback, right before the model sees it.
+    fn on_feedback(&mut self, _fb: &TransportFeedback) {}
+    /// `(target, pacing)` before they are clamped to the constraints, and the congestion
+    /// window to hand to the pacer (`None`: leave it). `bw` is the model's bandwidth estimate,
+    /// or the start rate while it has no sample (libwebrtc's `default_bandwidth_`).
+    fn rates(&mut self, model: &BbrModel, bw: Bitrate) -> (Bitrate, Bitrate, Option<Bytes>);
+    /// Diagnostics after the model's own; `target` is the clamped target of the last update.
+    fn diagnostics(&self, _model: &BbrModel, _target: Bitrate, _out: &mut Diagnostics) {}
+}
+
+/// The controller shell of the BBR senders: one [`BbrModel`] fed with every sent packet and
+/// feedback, the constraints and start rate, and one rate update after each event, with the
+/// [`BbrRule`] `R` saying how the rates come from the model. It exists so that both variants
+/// share the `Controller` plumbing and the clamping instead of each restating it (they once
+/// did, line for line); `bbr-webrtc` is `BbrSender<WebrtcRule>`, `rbbr` is `BbrSender<RbbrRule>`.
+pub struct BbrSender<R> {
+    rule: R,
+    model: BbrModel,
+    constraints: Constraints,
+    /// `default_bandwidth_`: the start rate, used while there is no bandwidth sample.
+    default_bw: Bitrate,
+    last_target: Bitrate,
+}
+
+impl<R: BbrRule> BbrSender<R> {
+    fn with_rule(rule: R, model: BbrModel) -> Self {
+        let c = Constraints::default();
+        BbrSender { rule, model, constraints: c, default_bw: c.start_rate, last_target: c.start_rate }
+    }
+
+    pub fn model(&self) -> &BbrModel { &self.model }
+
+    /// The rule's rates clamped to the constraints; padding = pacing while probing (if the
+    /// rule pads); the rule's window.
+    fn rate_update(&mut self) -> Update {
+        let mut bw = self.model.bandwidth();
+        if bw.is_zero() { bw = self.default_bw; }
+        let (target, pacing, cwnd) = self.rule.rates(&self.model, bw);
+        let (lo, hi) = (self.constraints.min_rate, self.constraints.max_rate.max(self.constraints.min_rate));
+        let (target, pacing) = (target.min(hi).max(lo), pacing.min(hi).max(lo));
+        self.last_target = target;
+        let padding = if self.rule.pad_when_probing() && self.model.is_probing_for_bandwidth() { pacing } else { Bitrate::ZERO };
+        Update { target_rate: Some(target), pacing_rate: Some(pacing), padding_rate: Some(padding), cwnd, probes: Vec::new() }
+    }
+}
+
+impl<R: BbrRule> Controller for BbrSender<R> {
+    fn on_start(&mut self, _now: Time, c: Constraints) -> Update {
+        self.constraints = c;
+        self.default_bw = c.start_rate;
+        self.rate_update()
+    }
+
+    fn on_packet_sent(&mut self, p: &SentPacket) -> Update {
+        self.model.on_packet_sent(p);
+        Update::default()
+    }
+
+    fn on_feedback(&mut self, fb: &TransportFeedback) -> Update {
+        if fb.packets.is_empty() { return Update::default(); }
+        self.rule.on_feedback(fb);
+        // Pacing discounts (rbbr) are the rule's; the model paces undiscounted.
+        self.model.on_feedback(fb, 1.0);
+        self.rate_update()
+    }
+
+    fn on_tick(&mut self, _now: Time) -> Update { self.rate_update() }
+
+    fn on_constraints(&mut self, _now: Time, c: Constraints) -> Update {
+        self.constraints = c;
+        self.rate_update()
+    }
+
+    fn diagnostics(&self, out: &mut Diagnostics) {
+        self.model.push_diagnostics(out);
+        self.rule.diagnostics(&self.model, self.last_target, out);
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -13,10 +13,11 @@
 
 use super::model::{BbrModel, Mode, ModelConfig, HIGH_GAIN, MSS};
 use super::webrtc::sane;
-use crate::controller::{Constraints, Controller, Diagnostics, SentPacket, TransportFeedback, Update};
+use super::{BbrRule, BbrSender};
+use crate::controller::{Diagnostics, TransportFeedback};
 use crate::controllers::common::AckClock;
 use crate::controllers::BuildContext;
-use crate::units::{Bitrate, Bytes, Duration, Time};
+use crate::units::{Bitrate, Bytes, Duration};
 use serde::{Deserialize, Serialize};
 
 /// RBBR parameters (spec 6). Values the paper states are marked [PAPER]; ✗ marks
@@ -116,11 +117,10 @@ impl RbbrConfig {
     }
 }
 
-pub struct Rbbr {
+/// `rbbr`'s rate rule: Algorithm 1's discounts in PROBE_BW, half rate in PROBE_RTT, the model's
+/// STARTUP/DRAIN pacing (spec 6.2).
+pub struct RbbrRule {
     cfg: RbbrConfig,
-    model: BbrModel,
-    constraints: Constraints,
-    default_bw: Bitrate,
     /// Bytes in flight right after the latest feedback was applied
     /// (`TransportFeedback::data_in_flight`), for Algorithm 1's `in_flight > g·BDP` test.
     /// Deliberately not updated on sends: between two feedbacks the sender's count also holds
@@ -136,32 +136,40 @@ pub struct Rbbr {
     pacing_discount_active: bool,
 }
 
-impl Rbbr {
+/// `rbbr`: the BBR shell with Algorithm 1's rate rule.
+pub type Rbbr = BbrSender<RbbrRule>;
+
+impl BbrSender<RbbrRule> {
     pub fn new(cfg: RbbrConfig, cx: &BuildContext) -> Self {
         let model = BbrModel::new(cfg.model_config(), cx.seed);
-        let c = Constraints::default();
-        Rbbr { cfg, model, constraints: c, default_bw: c.start_rate, in_flight: Bytes::ZERO, pacing_discount_active: false }
+        BbrSender::with_rule(RbbrRule { cfg, in_flight: Bytes::ZERO, pacing_discount_active: false }, model)
     }
+}
 
-    pub fn model(&self) -> &BbrModel { &self.model }
-
+impl RbbrRule {
     /// `d_p` of Algorithm 1 for the current phase and in-flight.
-    fn pacing_discount(&self) -> f64 {
-        if self.model.mode != Mode::ProbeBw { return 1.0; }
-        if self.model.pacing_gain > 1.0 && !self.cfg.pacing_discount_in_probe_up { return 1.0; }
+    fn pacing_discount(&self, model: &BbrModel) -> f64 {
+        if model.mode != Mode::ProbeBw { return 1.0; }
+        if model.pacing_gain > 1.0 && !self.cfg.pacing_discount_in_probe_up { return 1.0; }
         let d = sane(self.cfg.pacing_discount, 0.05, 1.0, 0.9);
         if !self.cfg.pacing_discount_on_inflight { return d; }
-        if self.in_flight > self.model.target_cwnd(self.model.pacing_gain) { d } else { 1.0 }
+        if self.in_flight > model.target_cwnd(model.pacing_gain) { d } else { 1.0 }
     }
+}
 
-    fn rate_update(&mut self) -> Update {
-        let mut bw = self.model.bandwidth();
-        if bw.is_zero() { bw = self.default_bw; }
-        let (mut target, mut pacing) = match self.model.mode {
+impl BbrRule for RbbrRule {
+    fn pad_when_probing(&self) -> bool { self.cfg.pad_when_probing }
+
+    fn on_feedback(&mut self, fb: &TransportFeedback) { self.in_flight = fb.data_in_flight; }
+
+    /// The model's own pacing rate is used only in STARTUP/DRAIN; in PROBE_BW the pacing
+    /// discount comes from the in-flight test.
+    fn rates(&mut self, model: &BbrModel, bw: Bitrate) -> (Bitrate, Bitrate, Option<Bytes>) {
+        let (target, pacing) = match model.mode {
             Mode::ProbeBw => {
-                let dp = self.pacing_discount();
+                let dp = self.pacing_discount(model);
                 self.pacing_discount_active = dp < 1.0;
-                let pacing = bw.scale(self.model.pacing_gain * dp);
+                let pacing = bw.scale(model.pacing_gain * dp);
                 (bw.scale(sane(self.cfg.target_discount, 0.05, 1.0, 0.9)).min(pacing), pacing)
             }
             Mode::ProbeRtt => {
@@ -169,52 +177,18 @@ impl Rbbr {
                 (r, r)
             }
             Mode::Startup | Mode::Drain => {
-                let pacing = self.model.pacing_rate();
+                let pacing = model.pacing_rate();
                 (bw.min(pacing), pacing)
             }
         };
-        let (lo, hi) = (self.constraints.min_rate, self.constraints.max_rate.max(self.constraints.min_rate));
-        target = target.min(hi).max(lo);
-        pacing = pacing.min(hi).max(lo);
-        let padding = if self.cfg.pad_when_probing && self.model.is_probing_for_bandwidth() { pacing } else { Bitrate::ZERO };
-        let cwnd = match self.model.mode {
-            Mode::Startup | Mode::Drain if self.cfg.cwnd_outside_probe_bw => self.model.congestion_window(),
+        let cwnd = match model.mode {
+            Mode::Startup | Mode::Drain if self.cfg.cwnd_outside_probe_bw => model.congestion_window(),
             _ => Bytes::INFINITY,
         };
-        Update { target_rate: Some(target), pacing_rate: Some(pacing), padding_rate: Some(padding), cwnd: Some(cwnd), probes: Vec::new() }
-    }
-}
-
-impl Controller for Rbbr {
-    fn on_start(&mut self, _now: Time, c: Constraints) -> Update {
-        self.constraints = c;
-        self.default_bw = c.start_rate;
-        self.rate_update()
+        (target, pacing, Some(cwnd))
     }
 
-    fn on_packet_sent(&mut self, p: &SentPacket) -> Update {
-        self.model.on_packet_sent(p);
-        Update::default()
-    }
-
-    fn on_feedback(&mut self, fb: &TransportFeedback) -> Update {
-        if fb.packets.is_empty() { return Update::default(); }
-        self.in_flight = fb.data_in_flight;
-        // The model's own pacing rate is only used in STARTUP/DRAIN; the discount is applied
-        // in `rate_update` from the in-flight test.
-        self.model.on_feedback(fb, 1.0);
-        self.rate_update()
-    }
-
-    fn on_tick(&mut self, _now: Time) -> Update { self.rate_update() }
-
-    fn on_constraints(&mut self, _now: Time, c: Constraints) -> Update {
-        self.constraints = c;
-        self.rate_update()
-    }
-
-    fn diagnostics(&self, out: &mut Diagnostics) {
-        self.model.push_diagnostics(out);
+    fn diagnostics(&self, _model: &BbrModel, _target: Bitrate, out: &mut Diagnostics) {
         out.push(("rbbr_pacing_discount_active", self.pacing_discount_active as u8 as f64));
     }
 }

@@ -3,10 +3,11 @@
 //! padding and probes while bytes in flight ≥ cwnd, spec 1.4).
 
 use super::model::{BbrModel, Mode, ModelConfig, HIGH_GAIN, MSS};
-use crate::controller::{Constraints, Controller, Diagnostics, SentPacket, TransportFeedback, Update};
+use super::{BbrRule, BbrSender};
+use crate::controller::Diagnostics;
 use crate::controllers::common::AckClock;
 use crate::controllers::BuildContext;
-use crate::units::{Bitrate, Duration, Time};
+use crate::units::{Bitrate, Bytes, Duration};
 use serde::{Deserialize, Serialize};
 
 /// WebRTC-BBR parameters; defaults are libwebrtc's `BbrControllerConfig::DefaultConfig()`
@@ -108,76 +109,35 @@ impl BbrWebrtcConfig {
     }
 }
 
-pub struct BbrWebrtc {
+/// `bbr-webrtc`'s rate rule (spec 7.5 `CreateRateUpdate`): target = min(gain·BW, pacing)
+/// with the model's own pacing rate; the congestion window when `use_cwnd`.
+pub struct WebrtcRule {
     cfg: BbrWebrtcConfig,
-    model: BbrModel,
-    constraints: Constraints,
-    /// `default_bandwidth_`: the start rate, used while there is no bandwidth sample.
-    default_bw: Bitrate,
-    last_target: Bitrate,
 }
 
-impl BbrWebrtc {
+/// `bbr-webrtc`: the BBR shell with libwebrtc's rate rule.
+pub type BbrWebrtc = BbrSender<WebrtcRule>;
+
+impl BbrSender<WebrtcRule> {
     pub fn new(cfg: BbrWebrtcConfig, cx: &BuildContext) -> Self {
         let model = BbrModel::new(cfg.model_config(), cx.seed);
-        let c = Constraints::default();
-        BbrWebrtc { cfg, model, constraints: c, default_bw: c.start_rate, last_target: c.start_rate }
-    }
-
-    pub fn model(&self) -> &BbrModel { &self.model }
-
-    /// `CreateRateUpdate` (spec 7.5): target = min(gain·BW, pacing), both clamped to the
-    /// constraints; padding = pacing while probing; the congestion window.
-    fn rate_update(&mut self) -> Update {
-        let mut bw = self.model.bandwidth();
-        if bw.is_zero() { bw = self.default_bw; }
-        let mut pacing = self.model.pacing_rate();
-        let gain = if self.model.mode == Mode::ProbeRtt { self.cfg.encoder_rate_gain_in_probe_rtt } else { self.cfg.encoder_rate_gain };
-        let mut target = bw.scale(sane(gain, 0.0, 10.0, 1.0)).min(pacing);
-        let (lo, hi) = (self.constraints.min_rate, self.constraints.max_rate.max(self.constraints.min_rate));
-        target = target.min(hi).max(lo);
-        pacing = pacing.min(hi).max(lo);
-        self.last_target = target;
-        let padding = if self.cfg.pad_when_probing && self.model.is_probing_for_bandwidth() { pacing } else { Bitrate::ZERO };
-        Update {
-            target_rate: Some(target),
-            pacing_rate: Some(pacing),
-            padding_rate: Some(padding),
-            cwnd: self.cfg.use_cwnd.then(|| self.model.congestion_window()),
-            probes: Vec::new(),
-        }
+        BbrSender::with_rule(WebrtcRule { cfg }, model)
     }
 }
 
-impl Controller for BbrWebrtc {
-    fn on_start(&mut self, _now: Time, c: Constraints) -> Update {
-        self.constraints = c;
-        self.default_bw = c.start_rate;
-        self.rate_update()
+impl BbrRule for WebrtcRule {
+    fn pad_when_probing(&self) -> bool { self.cfg.pad_when_probing }
+
+    fn rates(&mut self, model: &BbrModel, bw: Bitrate) -> (Bitrate, Bitrate, Option<Bytes>) {
+        let pacing = model.pacing_rate();
+        let gain = if model.mode == Mode::ProbeRtt { self.cfg.encoder_rate_gain_in_probe_rtt } else { self.cfg.encoder_rate_gain };
+        let target = bw.scale(sane(gain, 0.0, 10.0, 1.0)).min(pacing);
+        (target, pacing, self.cfg.use_cwnd.then(|| model.congestion_window()))
     }
 
-    fn on_packet_sent(&mut self, p: &SentPacket) -> Update {
-        self.model.on_packet_sent(p);
-        Update::default()
-    }
-
-    fn on_feedback(&mut self, fb: &TransportFeedback) -> Update {
-        if fb.packets.is_empty() { return Update::default(); }
-        self.model.on_feedback(fb, 1.0);
-        self.rate_update()
-    }
-
-    fn on_tick(&mut self, _now: Time) -> Update { self.rate_update() }
-
-    fn on_constraints(&mut self, _now: Time, c: Constraints) -> Update {
-        self.constraints = c;
-        self.rate_update()
-    }
-
-    fn diagnostics(&self, out: &mut Diagnostics) {
-        self.model.push_diagnostics(out);
-        out.push(("bbr_cwnd_bytes", self.model.congestion_window().as_f64()));
-        out.push(("bbr_in_recovery", self.model.in_recovery() as u8 as f64));
-        out.push(("bbr_target_kbps", self.last_target.kbps_f64()));
+    fn diagnostics(&self, model: &BbrModel, target: Bitrate, out: &mut Diagnostics) {
+        out.push(("bbr_cwnd_bytes", model.congestion_window().as_f64()));
+        out.push(("bbr_in_recovery", model.in_recovery() as u8 as f64));
+        out.push(("bbr_target_kbps", target.kbps_f64()));
     }
 }

@@ -22,8 +22,8 @@
 
 pub mod kde;
 
-use super::common::next_epoch_boundary;
-use crate::controller::{Constraints, Controller, Diagnostics, SentPacket, TransportFeedback, Update};
+use super::common::{EpochClock, EpochController};
+use crate::controller::{Constraints, Diagnostics, SentPacket, TransportFeedback, Update};
 use crate::error::ConfigError;
 use crate::units::{Bitrate, Duration, Time};
 use kde::{BandwidthRule, Kde};
@@ -396,11 +396,10 @@ enum Mode { Startup, Bayesian }
 pub struct Lcc {
     cfg: LccConfig,
     constraints: Constraints,
-    epoch: Duration,
+    clock: EpochClock,
     tracker: Option<Tracker>,
     mode: Mode,
     rate: Bitrate,
-    next_boundary: Time,
     kde: Option<Kde>,
     last_fit: Option<Time>,
     t_c: Option<f64>,
@@ -415,8 +414,8 @@ impl Lcc {
         cfg.validate()?;
         let epoch = Duration::from_ms_f64(cfg.epoch_ms);
         Ok(Lcc {
-            cfg, constraints: Constraints::default(), epoch, tracker: None, mode: Mode::Startup,
-            rate: Constraints::default().start_rate, next_boundary: Time::MAX, kde: None, last_fit: None,
+            cfg, constraints: Constraints::default(), clock: EpochClock::new(epoch), tracker: None, mode: Mode::Startup,
+            rate: Constraints::default().start_rate, kde: None, last_fit: None,
             t_c: None, t_a: None, backoffs: 0, explorations: 0, last_backoff: None,
         })
     }
@@ -425,8 +424,6 @@ impl Lcc {
         let r = if r.is_finite() { r } else { self.rate.bps_f64() };
         Bitrate::from_bps_f64(r).max(self.constraints.min_rate).min(self.constraints.max_rate)
     }
-
-    fn update(&self) -> Update { Update::rates(self.rate, self.cfg.pacing_factor) }
 
     fn refit(&mut self, now: Time) {
         let Some(tr) = &self.tracker else { return };
@@ -530,46 +527,35 @@ impl Lcc {
     pub fn tracker(&self) -> Option<&Tracker> { self.tracker.as_ref() }
 }
 
-impl Controller for Lcc {
-    fn on_start(&mut self, now: Time, c: Constraints) -> Update {
+impl EpochController for Lcc {
+    fn clock(&self) -> &EpochClock { &self.clock }
+    fn clock_mut(&mut self) -> &mut EpochClock { &mut self.clock }
+    fn rate_and_constraints(&mut self) -> (&mut Bitrate, &mut Constraints) { (&mut self.rate, &mut self.constraints) }
+
+    fn start(&mut self, now: Time, c: Constraints) {
         self.constraints = c;
         self.rate = c.start_rate.max(c.min_rate).min(c.max_rate);
         let n = (self.cfg.rate_window_ms / self.cfg.epoch_ms).round().max(1.0) as usize;
-        self.tracker = Some(Tracker::new(now, self.epoch, self.cfg.alpha, self.cfg.window, self.cfg.pairing, self.cfg.rate_source).with_rate_epochs(n));
-        self.next_boundary = now + self.epoch;
-        self.update()
+        self.tracker = Some(Tracker::new(now, self.clock.epoch, self.cfg.alpha, self.cfg.window, self.cfg.pairing, self.cfg.rate_source).with_rate_epochs(n));
     }
 
-    fn on_packet_sent(&mut self, p: &SentPacket) -> Update {
+    fn packet_sent(&mut self, p: &SentPacket) {
         let rate = self.rate;
         if let Some(t) = &mut self.tracker { t.on_sent(p, rate); }
-        Update::default()
     }
 
-    fn on_feedback(&mut self, fb: &TransportFeedback) -> Update {
+    fn feedback(&mut self, fb: &TransportFeedback) {
         if let Some(t) = &mut self.tracker { t.on_feedback(fb); }
-        Update::default()
     }
 
-    fn on_tick(&mut self, now: Time) -> Update {
-        if self.tracker.is_none() || now < self.next_boundary { return Update::default(); }
-        // next boundary strictly after now (ticks may be late or irregular)
-        let t0 = self.tracker.as_ref().map_or(now, |t| t.t0);
-        self.next_boundary = next_epoch_boundary(t0, self.epoch, now);
+    fn end_epoch(&mut self, now: Time) {
         if let Some(t) = &mut self.tracker { t.on_epoch_end(now); }
         self.decide(now);
-        self.update()
     }
 
-    fn tick_interval(&self) -> Duration { self.epoch }
+    fn output(&self) -> Update { Update::rates(self.rate, self.cfg.pacing_factor) }
 
-    fn on_constraints(&mut self, _now: Time, c: Constraints) -> Update {
-        self.constraints = c;
-        self.rate = self.rate.max(c.min_rate).min(c.max_rate);
-        self.update()
-    }
-
-    fn diagnostics(&self, out: &mut Diagnostics) {
+    fn epoch_diagnostics(&self, out: &mut Diagnostics) {
         if let Some(t) = self.t_c { out.push(("lcc_t_c_ms", t)); }
         if let Some(t) = self.t_a { out.push(("lcc_t_a_ms", t)); }
         if let Some(d) = self.d_ave_ms() { out.push(("lcc_d_ave_ms", d)); }

@@ -1,8 +1,8 @@
 //! LCC unit tests against hand-worked steps (spec 3.4).
 
 use super::*;
-use crate::controller::PacketResult;
-use crate::units::Bytes;
+use crate::controller::Controller;
+use crate::controllers::testkit::scripted_epoch;
 
 fn constraints() -> Constraints {
     Constraints { min_rate: Bitrate::from_kbps(50), max_rate: Bitrate::from_kbps(20_000), start_rate: Bitrate::from_kbps(300) }
@@ -20,19 +20,8 @@ impl Script {
         Script { lcc, now: Time::ZERO, seq: 0, rate: u.target_rate.unwrap() }
     }
     fn epoch(&mut self, n: u32, owd_ms: f64) {
-        let start = self.now;
-        let mut fbs = Vec::new();
-        for i in 0..n {
-            let t = start + Duration::from_us(50_000 * i as i64 / n as i64);
-            let sp = SentPacket { seq: self.seq, size: Bytes::new(1200), send_time: t, probe_cluster: None, is_padding: false, data_in_flight: Bytes::ZERO };
-            self.seq += 1;
-            self.lcc.on_packet_sent(&sp);
-            let recv = t + Duration::from_ms_f64(owd_ms);
-            fbs.push(TransportFeedback { feedback_time: recv + Duration::from_ms(10), report_time: Some(recv), packets: vec![PacketResult { sent: sp, recv_time: Some(recv) }], ..Default::default() });
-        }
-        for fb in fbs { self.lcc.on_feedback(&fb); }
-        self.now = start + Duration::from_ms(50);
-        let u = self.lcc.on_tick(self.now);
+        let u = scripted_epoch(&mut self.lcc, self.now, &mut self.seq, n, owd_ms, 10.0, &[]);
+        self.now += Duration::from_ms(50);
         if let Some(r) = u.target_rate { self.rate = r; }
     }
 }
