@@ -16,7 +16,8 @@ pytest.importorskip("onnx")
 _core = pytest.importorskip("ratelab._core")
 
 from ratelab.rl.env import BandwidthEstimationEnv  # noqa: E402
-from ratelab.rl.model import R3Net, export_onnx  # noqa: E402
+from ratelab.rl.env import env_config  # noqa: E402
+from ratelab.rl.model import R3Net, export_onnx, mapping_metadata, model_mapping  # noqa: E402
 
 SHIPPED = Path(__file__).resolve().parents[2] / "python" / "ratelab" / "models" / "r3net.onnx"
 
@@ -104,3 +105,30 @@ def test_sequence_forward_resets_state_at_episode_starts(net):
     torch.testing.assert_close(mu[6:, 1:2], mu_b)
     mu_a, _, _ = net(obs[:, :1], h0[:, :1])
     torch.testing.assert_close(mu[:, :1], mu_a)
+
+
+def _run(model: Path, params: dict | None = None, controller: str = "r3net") -> dict:
+    import json
+
+    sc = {"name": "meta", "duration_s": 5.0, "link": {"capacity_kbps": 600, "queue": {"ms": 200}},
+          "flows": [{"kind": "media", "controller": controller, "params": {"model": str(model), **(params or {})},
+                     "one_way_delay_ms": 30, "media": {"min_kbps": 20, "max_kbps": 8000}}]}
+    sim = _core.Simulation(json.dumps(sc), 1)
+    sim.run()
+    return sim.summary()["flows"][0]
+
+
+def test_export_records_the_mapping_and_the_core_uses_it(net, tmp_path):
+    log = export_onnx(net, tmp_path / "log.onnx", mapping_metadata(env_config(mapping="log")))
+    lin = export_onnx(net, tmp_path / "lin.onnx", mapping_metadata(env_config(mapping="linear")))
+    assert model_mapping(log) == {"mapping": "log", "max_kbps": 8000.0, "log_min_kbps": 10.0}
+    assert model_mapping(lin)["mapping"] == "linear"
+    # the shipped linear model predates the explicit keys: its trainer config says linear
+    assert model_mapping(SHIPPED) == {"mapping": "linear"}
+    # same weights, different recorded mapping: the core runs each with its own mapping
+    assert _run(log)["bytes_received"] != _run(lin)["bytes_received"]
+    key = lambda f: (f["bytes_received"], f["packets_sent"], f["packets_lost"])  # noqa: E731
+    assert key(_run(log, {"mapping": "log"})) == key(_run(log))
+    with pytest.raises(Exception, match="mapping"):
+        _run(log, {"mapping": "linear"})
+

@@ -46,6 +46,10 @@ def test_cli_trains_checkpoints_and_resumes(tmp_path, cli):
     assert [int(x["update"]) for x in rows] == [1, 2]
     for f in ("checkpoint.pt", "r3net.onnx", "learning_curve.png"):
         assert (out / f).stat().st_size > 0, f
+    # the export records the action mapping it was trained with (the core's default for it)
+    from ratelab.rl.model import model_mapping
+
+    assert model_mapping(out / "r3net.onnx") == {"mapping": "linear", "max_kbps": 8000.0, "log_min_kbps": 10.0}
     r = cli("train", "r3net", "--steps", "512", "--resume", *small)
     assert r.returncode == 0, r.stderr
     assert "resumed" in r.stdout

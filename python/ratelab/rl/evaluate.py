@@ -8,6 +8,7 @@ a fixed action. Metrics follow paper 004 Table 1: mean reward per step, bandwidt
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,8 @@ class EvalResult:
 
 def evaluate(policy, episodes: int = 16, seed: int = 12345, traces: Any = "test",
              config: dict[str, Any] | None = None, duration_s: float = 30.0) -> EvalResult:
-    """Run ``episodes`` episodes (all in parallel, seeded) and pool the per-step metrics."""
+    """Run ``episodes`` episodes (all in parallel, seeded) and pool the per-step metrics.
+    ``config`` overrides the environment (e.g. ``{"mapping": "log"}`` for a log-mapping policy)."""
     env = BandwidthEstimationVectorEnv(episodes, config=config, traces=traces, duration_s=duration_s)
     obs, _ = env.reset(seed=seed)
     policy.reset(episodes)
@@ -118,12 +120,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--episodes", type=int, default=64)
     p.add_argument("--seed", type=int, default=2024)
     p.add_argument("--traces", default="test")
+    p.add_argument("--no-constants", action="store_true", help="only the model's rows")
     a = p.parse_args(argv)
+    from .model import model_mapping
+
+    # The environment runs the action mapping the model was trained with (its ONNX metadata).
+    config = model_mapping(a.model)
+    kind, top, low = config.get("mapping", "linear"), config.get("max_kbps", 8000.0), config.get("log_min_kbps", 10.0)
+    print(f"model {a.model}: mapping {kind}, {low if kind == 'log' else 0:g} … {top:g} kbit/s")
     rows = [("R3Net, sampled (as deployed)", OnnxPolicy(a.model, True)), ("R3Net, mean action", OnnxPolicy(a.model, False))]
-    rows += [(f"constant {c} ({c * 8000:.0f} kbit/s)", ConstantPolicy(c)) for c in (0.025, 0.05, 0.1, 0.2)]
+    if not a.no_constants:
+        # The same constant rates whatever the mapping: 200, 400, 800 and 1600 kbit/s.
+        for c in (0.025, 0.05, 0.1, 0.2):
+            act = math.log(c * 8000 / low) / math.log(top / low) if kind == "log" else c * 8000 / top
+            rows.append((f"constant {c * 8000:.0f} kbit/s", ConstantPolicy(act)))
     print("| policy | reward/step | utilization | RTT mean (ms) | p50 | p95 | loss |\n|---|---:|---:|---:|---:|---:|---:|")
     for name, pol in rows:
-        r = evaluate(pol, episodes=a.episodes, seed=a.seed, traces=a.traces)
+        r = evaluate(pol, episodes=a.episodes, seed=a.seed, traces=a.traces, config=config)
         print(f"| {name} | {r.reward:.3f} | {100 * r.utilization:.1f} % | {r.rtt_mean_ms:.0f} | {r.rtt_p50_ms:.0f} | "
               f"{r.rtt_p95_ms:.0f} | {r.loss_pct:.2f} % |")
     return 0

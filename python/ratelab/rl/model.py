@@ -16,8 +16,10 @@ both against this module step by step.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -95,6 +97,39 @@ def _gru_onnx_weights(gru: nn.GRU) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r = reorder(gru.weight_hh_l0)[None]
     b = np.concatenate([reorder(gru.bias_ih_l0), reorder(gru.bias_hh_l0)])[None]
     return w.astype(np.float32), r.astype(np.float32), b.astype(np.float32)
+
+
+# ONNX metadata keys for the action mapping a policy was trained with; the core's r3net controller
+# reads them (Rust `controllers::r3net::TrainedMapping`) so that a model file runs with its mapping.
+META_MAPPING, META_MAX_KBPS, META_LOG_MIN_KBPS = "ratelab.r3net.mapping", "ratelab.r3net.max_kbps", "ratelab.r3net.log_min_kbps"
+
+
+def mapping_metadata(env_config: dict[str, Any]) -> dict[str, str]:
+    """The metadata entries recording the action mapping of an environment configuration."""
+    return {META_MAPPING: str(env_config["mapping"]), META_MAX_KBPS: repr(float(env_config["max_kbps"])),
+            META_LOG_MIN_KBPS: repr(float(env_config["log_min_kbps"]))}
+
+
+def model_mapping(path) -> dict[str, Any]:
+    """``{"mapping", "max_kbps", "log_min_kbps"}`` an exported model records (explicit keys, else the
+    trainer's ``config`` JSON; missing parts are absent) — for evaluating it in the right environment."""
+    import onnx
+
+    props = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+    out: dict[str, Any] = {}
+    try:
+        cfg = json.loads(props.get("config", "{}"))
+    except ValueError:
+        cfg = {}
+    env = cfg.get("env_config") or {}
+    if META_MAPPING in props or "mapping" in cfg:
+        out["mapping"] = props.get(META_MAPPING, cfg.get("mapping"))
+    for key, meta in (("max_kbps", META_MAX_KBPS), ("log_min_kbps", META_LOG_MIN_KBPS)):
+        if meta in props:
+            out[key] = float(props[meta])
+        elif key in env:
+            out[key] = float(env[key])
+    return out
 
 
 def to_onnx_model(net: R3Net, meta: dict[str, str] | None = None):

@@ -115,15 +115,21 @@ def reproduce(duration: float = 120.0, seed: int = 1, controllers: list[str] | N
     return out
 
 
-def per_trace(controllers: list[str], duration: float = 120.0, seed: int = 1) -> dict[str, dict[str, float]]:
-    """Mean reward per test trace (over the three delays) for each controller."""
+def per_trace(controllers: list[str], duration: float = 120.0, seed: int = 1,
+              params: dict[str, dict] | None = None) -> dict[str, dict[str, float]]:
+    """Mean reward per test trace (over the three delays) for each controller. A controller may be
+    given as ``"label=name"`` with ``params[label]`` its parameters (e.g. another r3net model)."""
     from ratelab import _core as core
 
     res: dict[str, dict[str, float]] = {}
     for n in rl_traces.split("test"):
         tr = rl_traces.TRACE_DIR / n
-        res[n] = {c: float(np.mean(np.concatenate([run_one(core, tr, d, c, duration, seed).rewards for d in DELAYS_MS])))
-                  for c in controllers}
+        res[n] = {}
+        for c in controllers:
+            label, _, name = c.partition("=")
+            name = name or label
+            p = (params or {}).get(label)
+            res[n][label] = float(np.mean(np.concatenate([run_one(core, tr, d, name, duration, seed, p).rewards for d in DELAYS_MS])))
     return res
 
 

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from .env import BandwidthEstimationVectorEnv
-from .model import R3Net, export_onnx
+from .model import R3Net, export_onnx, mapping_metadata
 
 
 @dataclass
@@ -238,7 +238,8 @@ class Trainer:
         torch.save(state, tmp)
         tmp.replace(self.out / "checkpoint.pt")
         meta = {"trainer": "ratelab.rl.train", "steps": self.steps, "updates": self.updates,
-                "train_wall_s": round(self.wall, 1), "config": json.dumps(dataclasses.asdict(self.cfg))}
+                "train_wall_s": round(self.wall, 1), "config": json.dumps(dataclasses.asdict(self.cfg)),
+                **mapping_metadata(self.env.config)}
         export_onnx(self.net, self.out / "r3net.onnx", meta)
 
 

@@ -22,7 +22,7 @@ use super::synth::{self, SynthKind};
 use super::{FlowState, Simulation};
 use crate::controller::{ReceivedPacket, ReceiverEstimator};
 use crate::controllers::r3net::features::{Observation, WindowFeatures, STEP};
-use crate::controllers::r3net::{Mapping, R3NetConfig, RateFollower};
+use crate::controllers::r3net::{Mapping, RateFollower};
 use crate::error::ConfigError;
 use crate::network::trace::{detect_format, parse_mahimahi, parse_trace, TraceError, TraceFormat};
 use crate::scenario::Scenario;
@@ -122,7 +122,7 @@ impl EnvConfig {
     }
 
     pub fn mapping(&self) -> Result<Mapping, ConfigError> {
-        Mapping::from_config(&R3NetConfig { mapping: self.mapping.clone(), max_kbps: self.max_kbps, log_min_kbps: self.log_min_kbps, ..Default::default() })
+        Mapping::new(&self.mapping, self.max_kbps, self.log_min_kbps)
     }
 
     pub fn steps_per_episode(&self) -> u32 { ((self.duration_s * 1000.0) / STEP.as_ms_f64()).round().max(1.0) as u32 }

@@ -33,22 +33,27 @@ use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// The trained model shipped with ratelab.
+/// The trained model shipped with ratelab (linear mapping; registry entry `r3net`).
 pub static SHIPPED_MODEL: &[u8] = include_bytes!("../../../../../python/ratelab/models/r3net.onnx");
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct R3NetConfig {
-    /// Path of an ONNX policy file; empty: the model shipped with ratelab. (Read once when the
+    /// Path of an ONNX policy file; empty: the model shipped with ratelab
+    /// (`python/ratelab/models/r3net.onnx`, embedded at compile time). (Read once when the
     /// controller is built — the only file access of the core's controllers.)
     pub model: String,
     /// Action → estimate mapping: `linear` (BWE = max × a; spec 10.2 default) or `log`
-    /// (log-linear from `log_min_kbps` to `max_kbps`, as OpenNetLab's later example).
-    pub mapping: String,
-    /// Upper end of the estimate range, kbit/s (spec 10.1: 8 Mbit/s).
-    pub max_kbps: f64,
-    /// Lower end for the `log` mapping, kbit/s.
-    pub log_min_kbps: f64,
+    /// (log-linear from `log_min_kbps` to `max_kbps`, as OpenNetLab's later example; spec 10.2).
+    /// Unset: the mapping the model was trained with (its ONNX metadata, [`TrainedMapping`]),
+    /// else `linear`. Set and different from the model's metadata: a configuration error.
+    pub mapping: Option<String>,
+    /// Upper end of the estimate range, kbit/s. Unset: the model's metadata, else 8000
+    /// (spec 10.1: 8 Mbit/s). Set and different from the metadata: a configuration error.
+    pub max_kbps: Option<f64>,
+    /// Lower end for the `log` mapping, kbit/s. Unset: the model's metadata, else 10
+    /// (spec 10.2, OpenNetLab). Set and different from the metadata: a configuration error.
+    pub log_min_kbps: Option<f64>,
     /// Pacing rate as a multiple of the estimate (spec 10.2: 1.1, GCC convention).
     pub pacing_factor: f64,
     /// Sample the action from the policy's Gaussian (as in training) instead of using its mean.
@@ -56,7 +61,63 @@ pub struct R3NetConfig {
 }
 
 impl Default for R3NetConfig {
-    fn default() -> Self { R3NetConfig { model: String::new(), mapping: "linear".into(), max_kbps: 8000.0, log_min_kbps: 10.0, pacing_factor: 1.1, sample: true } }
+    fn default() -> Self { R3NetConfig { model: String::new(), mapping: None, max_kbps: None, log_min_kbps: None, pacing_factor: 1.1, sample: true } }
+}
+
+/// Default upper end of the estimate range, kbit/s (spec 10.1: 8 Mbit/s).
+pub const DEFAULT_MAX_KBPS: f64 = 8000.0;
+/// Default lower end of the `log` mapping, kbit/s (spec 10.2: OpenNetLab's 10 kbit/s).
+pub const DEFAULT_LOG_MIN_KBPS: f64 = 10.0;
+
+/// Metadata keys `ratelab.rl.model.export_onnx` writes: the action mapping a policy was trained with.
+pub const META_MAPPING: &str = "ratelab.r3net.mapping";
+pub const META_MAX_KBPS: &str = "ratelab.r3net.max_kbps";
+pub const META_LOG_MIN_KBPS: &str = "ratelab.r3net.log_min_kbps";
+
+/// The action mapping a model file says it was trained with (each part `None` when unknown).
+///
+/// Read from the explicit keys [`META_MAPPING`], [`META_MAX_KBPS`], [`META_LOG_MIN_KBPS`]; for
+/// the parts those lack, from the trainer's `config` metadata (the JSON of
+/// `ratelab.rl.train.TrainConfig`: `mapping`, and `env_config.max_kbps` / `log_min_kbps` where
+/// the environment's defaults were overridden) — which files exported before the explicit keys
+/// existed (the shipped `r3net.onnx`) carry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TrainedMapping {
+    pub mapping: Option<String>,
+    pub max_kbps: Option<f64>,
+    pub log_min_kbps: Option<f64>,
+}
+
+impl TrainedMapping {
+    pub fn from_model(model: &OnnxModel) -> Result<TrainedMapping, String> {
+        let num = |key: &str| -> Result<Option<f64>, String> {
+            model.metadata(key).map(|v| v.trim().parse::<f64>().map_err(|_| format!("metadata {key} = '{v}' is not a number"))).transpose()
+        };
+        let mut t = TrainedMapping { mapping: model.metadata(META_MAPPING).map(str::to_owned), max_kbps: num(META_MAX_KBPS)?, log_min_kbps: num(META_LOG_MIN_KBPS)? };
+        if let Some(cfg) = model.metadata("config").and_then(|c| serde_json::from_str::<serde_json::Value>(c).ok()) {
+            if t.mapping.is_none() { t.mapping = cfg.get("mapping").and_then(|v| v.as_str()).map(str::to_owned); }
+            let env = cfg.get("env_config");
+            if t.max_kbps.is_none() { t.max_kbps = env.and_then(|e| e.get("max_kbps")).and_then(|v| v.as_f64()); }
+            if t.log_min_kbps.is_none() { t.log_min_kbps = env.and_then(|e| e.get("log_min_kbps")).and_then(|v| v.as_f64()); }
+        }
+        Ok(t)
+    }
+
+    /// The mapping to run: each parameter set in `cfg`, else the model's value, else the default.
+    /// A parameter that contradicts the model's metadata is an error naming that parameter.
+    pub fn resolve(&self, cfg: &R3NetConfig) -> Result<Mapping, ConfigError> {
+        let mapping = match (&cfg.mapping, &self.mapping) {
+            (Some(p), Some(m)) if p != m => return Err(ConfigError::new("mapping", format!("'{p}' contradicts the model, which was trained with mapping '{m}' (ONNX metadata); leave `mapping` unset or use a model trained with '{p}'"))),
+            (p, m) => p.clone().or_else(|| m.clone()).unwrap_or_else(|| "linear".into()),
+        };
+        let num = |field: &'static str, p: Option<f64>, m: Option<f64>, default: f64| match (p, m) {
+            (Some(p), Some(m)) if (p - m).abs() > 1e-9 * m.abs().max(1.0) => Err(ConfigError::new(field, format!("{p} contradicts the model, which was trained with {field} = {m} (ONNX metadata); leave it unset"))),
+            (p, m) => Ok(p.or(m).unwrap_or(default)),
+        };
+        let max_kbps = num("max_kbps", cfg.max_kbps, self.max_kbps, DEFAULT_MAX_KBPS)?;
+        let log_min_kbps = if mapping == "log" { num("log_min_kbps", cfg.log_min_kbps, self.log_min_kbps, DEFAULT_LOG_MIN_KBPS)? } else { cfg.log_min_kbps.unwrap_or(DEFAULT_LOG_MIN_KBPS) };
+        Mapping::new(&mapping, max_kbps, log_min_kbps)
+    }
 }
 
 /// Action in [0, 1] → bandwidth estimate.
@@ -64,13 +125,14 @@ impl Default for R3NetConfig {
 pub enum Mapping { Linear { max: f64 }, Log { min: f64, max: f64 } }
 
 impl Mapping {
-    pub fn from_config(c: &R3NetConfig) -> Result<Mapping, ConfigError> {
-        if !(c.max_kbps.is_finite() && c.max_kbps > 0.0) { return Err(ConfigError::new("max_kbps", "must be > 0")); }
-        match c.mapping.as_str() {
-            "linear" => Ok(Mapping::Linear { max: c.max_kbps }),
+    /// `mapping` (`linear` or `log`) with its range in kbit/s.
+    pub fn new(mapping: &str, max_kbps: f64, log_min_kbps: f64) -> Result<Mapping, ConfigError> {
+        if !(max_kbps.is_finite() && max_kbps > 0.0) { return Err(ConfigError::new("max_kbps", "must be > 0")); }
+        match mapping {
+            "linear" => Ok(Mapping::Linear { max: max_kbps }),
             "log" => {
-                if !(c.log_min_kbps.is_finite() && c.log_min_kbps > 0.0 && c.log_min_kbps < c.max_kbps) { return Err(ConfigError::new("log_min_kbps", "must be in (0, max_kbps)")); }
-                Ok(Mapping::Log { min: c.log_min_kbps, max: c.max_kbps })
+                if !(log_min_kbps.is_finite() && log_min_kbps > 0.0 && log_min_kbps < max_kbps) { return Err(ConfigError::new("log_min_kbps", "must be in (0, max_kbps)")); }
+                Ok(Mapping::Log { min: log_min_kbps, max: max_kbps })
             }
             m => Err(ConfigError::new("mapping", format!("unknown mapping '{m}' (linear, log)"))),
         }
@@ -190,20 +252,26 @@ impl Controller for RateFollower {
     }
 }
 
-/// The model the configuration names (read through the driver's file reader), or the shipped one.
-fn model_bytes(cfg: &R3NetConfig, cx: &super::BuildContext) -> Result<std::borrow::Cow<'static, [u8]>, ConfigError> {
-    if cfg.model.is_empty() { return Ok(std::borrow::Cow::Borrowed(SHIPPED_MODEL)); }
+/// The model the configuration names (read through the driver's file reader), or `embedded`.
+fn model_bytes(cfg: &R3NetConfig, cx: &super::BuildContext, embedded: &'static [u8]) -> Result<std::borrow::Cow<'static, [u8]>, ConfigError> {
+    if cfg.model.is_empty() { return Ok(std::borrow::Cow::Borrowed(embedded)); }
     let read = cx.read_file.as_ref().ok_or_else(|| ConfigError::new("model", "this driver cannot read model files"))?;
     read(&cfg.model).map(std::borrow::Cow::Owned).map_err(|e| ConfigError::new("model", format!("cannot read '{}': {e}", cfg.model)))
 }
 
-/// Build both halves (registry entry `r3net`).
-pub fn build(cfg: R3NetConfig, cx: &super::BuildContext) -> Result<super::Built, ConfigError> {
+/// Build both halves (registry entry `r3net`: the shipped linear-mapping model by default).
+pub fn build(cfg: R3NetConfig, cx: &super::BuildContext) -> Result<super::Built, ConfigError> { build_with(cfg, cx, SHIPPED_MODEL) }
+
+/// Build both halves with `embedded` as the model when `cfg.model` is empty. The mapping comes
+/// from the parameters and the model's metadata ([`TrainedMapping::resolve`]).
+pub fn build_with(cfg: R3NetConfig, cx: &super::BuildContext, embedded: &'static [u8]) -> Result<super::Built, ConfigError> {
     let seed = cx.seed;
-    let mapping = Mapping::from_config(&cfg)?;
     if !(cfg.pacing_factor.is_finite() && cfg.pacing_factor >= 1.0) { return Err(ConfigError::new("pacing_factor", "must be ≥ 1")); }
-    let bytes = model_bytes(&cfg, cx)?;
-    let policy = R3NetPolicy::load(&bytes).map_err(|e| ConfigError::new("model", format!("{}: {e}", if cfg.model.is_empty() { "shipped model" } else { &cfg.model })))?;
+    let bytes = model_bytes(&cfg, cx, embedded)?;
+    let what = if cfg.model.is_empty() { "shipped model" } else { &cfg.model };
+    let policy = R3NetPolicy::load(&bytes).map_err(|e| ConfigError::new("model", format!("{what}: {e}")))?;
+    let trained = TrainedMapping::from_model(&policy.model).map_err(|e| ConfigError::new("model", format!("{what}: {e}")))?;
+    let mapping = trained.resolve(&cfg)?;
     Ok(super::Built { sender: Box::new(RateFollower::new(cfg.pacing_factor)), receiver: Some(Box::new(R3NetEstimator::new(policy, mapping, cfg.sample.then_some(seed)))) })
 }
 
@@ -221,8 +289,78 @@ mod tests {
         assert!((log.kbps(0.0) - 10.0).abs() < 1e-9);
         assert!((log.kbps(1.0) - 8000.0).abs() < 1e-6);
         assert!((log.kbps(0.5) - (10.0f64 * 8000.0).sqrt()).abs() < 1e-6);
-        let bad = R3NetConfig { mapping: "cubic".into(), ..Default::default() };
-        assert_eq!(Mapping::from_config(&bad).unwrap_err().field, "mapping");
+        assert_eq!(Mapping::new("cubic", 8000.0, 10.0).unwrap_err().field, "mapping");
+        assert_eq!(Mapping::new("log", 8000.0, 8000.0).unwrap_err().field, "log_min_kbps");
+        assert_eq!(Mapping::new("linear", 0.0, 10.0).unwrap_err().field, "max_kbps");
+    }
+
+    /// `bytes` with metadata entries appended (protobuf: repeated field 14 may follow the rest).
+    fn with_metadata(bytes: &[u8], entries: &[(&str, &str)]) -> Vec<u8> {
+        fn varint(mut v: u64, out: &mut Vec<u8>) { while v >= 0x80 { out.push((v as u8) | 0x80); v >>= 7; } out.push(v as u8); }
+        fn field(n: u64, b: &[u8], out: &mut Vec<u8>) { varint(n << 3 | 2, out); varint(b.len() as u64, out); out.extend_from_slice(b); }
+        let mut out = bytes.to_vec();
+        for (k, v) in entries {
+            let mut e = Vec::new();
+            field(1, k.as_bytes(), &mut e);
+            field(2, v.as_bytes(), &mut e);
+            field(14, &e, &mut out);
+        }
+        out
+    }
+    fn trained(bytes: &[u8]) -> TrainedMapping { TrainedMapping::from_model(&OnnxModel::parse(bytes).unwrap()).unwrap() }
+    fn cfg(mapping: Option<&str>, max: Option<f64>, log_min: Option<f64>) -> R3NetConfig {
+        R3NetConfig { mapping: mapping.map(str::to_owned), max_kbps: max, log_min_kbps: log_min, ..Default::default() }
+    }
+
+    #[test]
+    fn shipped_model_says_linear_through_its_trainer_config() {
+        // r3net.onnx predates the explicit keys: its `config` JSON says mapping "linear" and
+        // overrides no range (env_config {}), so the range is the default 8 Mbit/s.
+        let t = trained(SHIPPED_MODEL);
+        assert_eq!(t, TrainedMapping { mapping: Some("linear".into()), max_kbps: None, log_min_kbps: None });
+        assert_eq!(t.resolve(&R3NetConfig::default()).unwrap(), Mapping::Linear { max: 8000.0 });
+        assert_eq!(t.resolve(&cfg(Some("linear"), Some(8000.0), None)).unwrap(), Mapping::Linear { max: 8000.0 });
+        // unknown in the metadata: a parameter may set it
+        assert_eq!(t.resolve(&cfg(None, Some(4000.0), None)).unwrap(), Mapping::Linear { max: 4000.0 });
+        let e = t.resolve(&cfg(Some("log"), None, None)).unwrap_err();
+        assert_eq!(e.field, "mapping");
+        assert!(e.to_string().contains("linear"), "{e}");
+    }
+
+    #[test]
+    fn explicit_metadata_sets_the_default_and_rejects_contradictions() {
+        let b = with_metadata(SHIPPED_MODEL, &[(META_MAPPING, "log"), (META_MAX_KBPS, "6000.0"), (META_LOG_MIN_KBPS, "20")]);
+        let t = trained(&b);
+        // the explicit keys win over the trainer's config JSON ("linear")
+        assert_eq!(t, TrainedMapping { mapping: Some("log".into()), max_kbps: Some(6000.0), log_min_kbps: Some(20.0) });
+        assert_eq!(t.resolve(&R3NetConfig::default()).unwrap(), Mapping::Log { min: 20.0, max: 6000.0 });
+        assert_eq!(t.resolve(&cfg(Some("log"), Some(6000.0), Some(20.0))).unwrap(), Mapping::Log { min: 20.0, max: 6000.0 });
+        assert_eq!(t.resolve(&cfg(Some("linear"), None, None)).unwrap_err().field, "mapping");
+        assert_eq!(t.resolve(&cfg(None, Some(8000.0), None)).unwrap_err().field, "max_kbps");
+        assert_eq!(t.resolve(&cfg(None, None, Some(10.0))).unwrap_err().field, "log_min_kbps");
+        // a model without any metadata: the parameters or the defaults
+        let none = TrainedMapping::default();
+        assert_eq!(none.resolve(&R3NetConfig::default()).unwrap(), Mapping::Linear { max: 8000.0 });
+        assert_eq!(none.resolve(&cfg(Some("log"), None, None)).unwrap(), Mapping::Log { min: 10.0, max: 8000.0 });
+        // unreadable numbers are a model error, not a silent default
+        let bad = with_metadata(SHIPPED_MODEL, &[(META_MAX_KBPS, "fast")]);
+        assert!(TrainedMapping::from_model(&OnnxModel::parse(&bad).unwrap()).is_err());
+    }
+
+    #[test]
+    fn build_runs_the_mapping_the_model_records() {
+        let b: &'static [u8] = Box::leak(with_metadata(SHIPPED_MODEL, &[(META_MAPPING, "log")]).into_boxed_slice());
+        let cx = super::super::BuildContext { seed: 1, fair_share: None, read_file: None };
+        let mut built = build_with(R3NetConfig { sample: false, ..Default::default() }, &cx, b).unwrap();
+        let mut lin = build(R3NetConfig { sample: false, ..Default::default() }, &cx).unwrap();
+        // same weights, same first action μ (the first window: no packets, interval feature 5): log mapping 10 · 800^μ vs linear 8000 · μ
+        let mu = R3NetPolicy::load(SHIPPED_MODEL).unwrap().step(&[0.0, 5.0, 0.0, 0.0]).unwrap() as f64;
+        let r_log = built.receiver.as_mut().unwrap().on_tick(Time::from_ms(50)).unwrap();
+        let r_lin = lin.receiver.as_mut().unwrap().on_tick(Time::from_ms(50)).unwrap();
+        assert_eq!(r_log.bps(), Bitrate::from_kbps_f64(10.0 * 800f64.powf(mu)).bps());
+        assert_eq!(r_lin.bps(), Bitrate::from_kbps_f64(8000.0 * mu).bps());
+        let e = build_with(R3NetConfig { mapping: Some("linear".into()), ..Default::default() }, &cx, b).err().unwrap();
+        assert_eq!(e.field, "mapping");
     }
 
     #[test]

@@ -236,18 +236,33 @@ pub struct OnnxModel {
     pub inputs: Vec<(String, Vec<Option<usize>>)>,
     pub outputs: Vec<(String, Vec<Option<usize>>)>,
     pub opset: i64,
+    /// The model's `metadata_props` (ModelProto field 14: key/value strings), in file order.
+    pub metadata: Vec<(String, String)>,
 }
 
 const SUPPORTED: &[&str] = &["Gemm", "MatMul", "Add", "Sub", "Mul", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Identity", "Constant", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Concat", "GRU"];
 
 impl OnnxModel {
+    /// The value of metadata key `key` (the last one when repeated).
+    pub fn metadata(&self, key: &str) -> Option<&str> { self.metadata.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str()) }
+
     pub fn parse(bytes: &[u8]) -> Result<OnnxModel, OnnxError> {
         let mut r = Reader::new(bytes);
         let mut graph = None;
         let mut opset = 0;
+        let mut metadata = Vec::new();
         while let Some((n, f)) = r.next()? {
             match (n, f) {
                 (7, Field::Bytes(g)) => graph = Some(g),
+                (14, Field::Bytes(e)) => {
+                    // StringStringEntryProto: key = 1, value = 2.
+                    let mut re = Reader::new(e);
+                    let (mut k, mut v) = (String::new(), String::new());
+                    while let Some((n, f)) = re.next()? {
+                        match (n, f) { (1, Field::Bytes(s)) => k = as_str(s)?, (2, Field::Bytes(s)) => v = as_str(s)?, _ => {} }
+                    }
+                    metadata.push((k, v));
+                }
                 (8, Field::Bytes(o)) => {
                     let mut ro = Reader::new(o);
                     let (mut domain, mut version) = (String::new(), 0);
@@ -260,7 +275,7 @@ impl OnnxModel {
             }
         }
         let Some(g) = graph else { return err("not an ONNX model (no graph)") };
-        let mut m = OnnxModel { nodes: Vec::new(), initializers: HashMap::new(), inputs: Vec::new(), outputs: Vec::new(), opset };
+        let mut m = OnnxModel { nodes: Vec::new(), initializers: HashMap::new(), inputs: Vec::new(), outputs: Vec::new(), opset, metadata };
         let mut r = Reader::new(g);
         while let Some((n, f)) = r.next()? {
             match (n, f) {
