@@ -106,6 +106,9 @@ impl TrainedMapping {
     /// The mapping to run: each parameter set in `cfg`, else the model's value, else the default.
     /// A parameter that contradicts the model's metadata is an error naming that parameter.
     pub fn resolve(&self, cfg: &R3NetConfig) -> Result<Mapping, ConfigError> {
+        if let Some(p) = cfg.mapping.as_deref().filter(|p| !matches!(*p, "linear" | "log")) {
+            return Err(ConfigError::new("mapping", format!("unknown mapping '{p}' (linear, log)")));
+        }
         let mapping = match (&cfg.mapping, &self.mapping) {
             (Some(p), Some(m)) if p != m => return Err(ConfigError::new("mapping", format!("'{p}' contradicts the model, which was trained with mapping '{m}' (ONNX metadata); leave `mapping` unset or use a model trained with '{p}'"))),
             (p, m) => p.clone().or_else(|| m.clone()).unwrap_or_else(|| "linear".into()),
@@ -324,7 +327,10 @@ mod tests {
         assert_eq!(t.resolve(&cfg(None, Some(4000.0), None)).unwrap(), Mapping::Linear { max: 4000.0 });
         let e = t.resolve(&cfg(Some("log"), None, None)).unwrap_err();
         assert_eq!(e.field, "mapping");
-        assert!(e.to_string().contains("linear"), "{e}");
+        assert!(e.to_string().contains("trained with mapping 'linear'"), "{e}");
+        let e = t.resolve(&cfg(Some("cubic"), None, None)).unwrap_err();
+        assert_eq!(e.field, "mapping");
+        assert!(e.to_string().contains("unknown mapping 'cubic'"), "{e}");
     }
 
     #[test]
