@@ -112,11 +112,20 @@ def test_vector_env_same_step_autoreset_and_final_obs():
 
 
 def test_trace_split_is_disjoint_and_complete():
-    train, test = rl_traces.split("train"), rl_traces.split("test")
-    assert len(test) == 10 and len(train) == 30
-    assert not set(train) & set(test)
-    assert set(train) | set(test) == set(rl_traces.shipped())
-    assert set(test) == set(rl_traces.TEST_TRACES)
+    train, val, test = rl_traces.split("train"), rl_traces.split("val"), rl_traces.split("test")
+    assert len(test) == 10 and len(val) == 6 and len(train) == 24
+    assert not set(train) & set(test) and not set(val) & set(test) and not set(train) & set(val)
+    assert set(train) | set(val) | set(test) == set(rl_traces.shipped())
+    assert set(test) == set(rl_traces.TEST_TRACES) and set(val) == set(rl_traces.VAL_TRACES)
+    # deterministic: the same lists on every call (fixed names, sorted)
+    assert rl_traces.split("val") == val == sorted(val) and rl_traces.split("train") == train
+    # two of each family in val (OpenNetLab, Norway 3G, FCC), and every family still in train
+    for fam in (lambda n: n.startswith("opennetlab-"), lambda n: "report" in n, lambda n: "_http---" in n):
+        assert sum(map(fam, val)) == 2 and any(map(fam, train))
+    # a validation environment only ever draws validation traces (or synthetic ones)
+    env = BandwidthEstimationVectorEnv(8, config={"duration_s": 0.5, "synthetic_prob": 0.0}, traces="val")
+    env.reset(seed=1)
+    assert all(env.episode(i)["trace"] in rl_traces.VAL_TRACES for i in range(8))
     # a test-set environment only ever draws test traces (or synthetic ones)
     env = BandwidthEstimationVectorEnv(8, config={"duration_s": 0.5, "synthetic_prob": 0.0}, traces="test")
     env.reset(seed=1)

@@ -61,3 +61,39 @@ def test_cli_trains_checkpoints_and_resumes(tmp_path, cli):
     # the exported model runs in the Rust runtime
     a = _core.r3net_policy_steps(str(out / "r3net.onnx"), np.zeros((3, 4), np.float32))
     assert a.shape == (3,) and np.all((a > 0) & (a < 1))
+
+
+def test_validation_keeps_the_best_snapshot_and_survives_resume(tmp_path):
+    # A tiny run validating after every update: best.pt / best.onnx hold the argmax of the logged
+    # validation rewards, and re-validating best.pt's weights gives exactly the logged value
+    # (fixed episodes and action noise). Resuming keeps the best across both parts of the run.
+    out = tmp_path / "run"
+    cfg = TrainConfig(steps=4 * 32 * 6, envs=4, rollout=32, seq_len=16, minibatch=64, epochs=1, lr=3e-3,
+                      duration_s=1.0, seed=3, checkpoint_every=3, val_every=1, val_episodes=6)
+    Trainer(cfg, out, log=lambda s: None).train()
+    rows = list(csv.DictReader(open(out / "scalars.csv")))
+    assert [int(r["update"]) for r in rows] == list(range(1, 7))
+    vals = [float(r["val_reward"]) for r in rows]
+    assert len(set(vals)) > 1, "the policy changed between validations"
+    best = torch.load(out / "best.pt", weights_only=False)
+    k = int(np.argmax(vals))
+    assert best["updates"] == k + 1 and best["val_reward"] == pytest.approx(vals[k], abs=1e-6)
+    again = Trainer(cfg, tmp_path / "re", log=lambda s: None)
+    again.net.load_state_dict(best["net"])
+    assert again.validate() == pytest.approx(best["val_reward"], abs=1e-9)
+    import onnx
+
+    meta = {p.key: p.value for p in onnx.load(str(out / "best.onnx")).metadata_props}
+    assert int(meta["val_update"]) == k + 1 and float(meta["val_reward"]) == pytest.approx(vals[k], abs=1e-6)
+    assert meta["ratelab.r3net.mapping"] == "linear"
+    # resume to 10 updates: the best is the argmax over all 10 logged validations
+    cfg2 = TrainConfig(**{**cfg.__dict__, "steps": 4 * 32 * 10})
+    Trainer(cfg2, out, resume=True, log=lambda s: None).train()
+    rows = list(csv.DictReader(open(out / "scalars.csv")))
+    vals = [float(r["val_reward"]) for r in rows]
+    assert [int(r["update"]) for r in rows] == list(range(1, 11))
+    best = torch.load(out / "best.pt", weights_only=False)
+    assert best["updates"] == int(np.argmax(vals)) + 1 and best["val_reward"] == pytest.approx(max(vals), abs=1e-6)
+    # a fresh (non-resumed) run in the same folder starts its best afresh
+    Trainer(TrainConfig(**{**cfg.__dict__, "steps": 4 * 32, "val_every": 0}), out, log=lambda s: None).train()
+    assert not (out / "best.pt").exists() and not (out / "best.onnx").exists()

@@ -6,7 +6,11 @@ hand, 30 train / 10 test, so that each family is in both sets and no file is in 
 * test — OpenNetLab: ``4G_700kbps``, ``WIRED_900kbs``; Norway 3G/HSDPA (Pensieve): the
   2011-01-30 bus, 2011-02-01 ferry, 2011-01-31 metro and vestby→oslo train recordings; FCC
   broadband (Pensieve): traces 5642 (youtube), 7451 (yahoo), 8299 (amazon), 941778 (youtube).
-* train — the other 30 (``split("train")`` lists them).
+* val — 6 of the other 30, chosen by hand, two per family (a low- and a high-rate OpenNetLab
+  trace, two Norway 3G recordings of routes that have other recordings in train, two FCC
+  traces): the trainer's validation episodes (snapshot selection), never trained on.
+* train — the remaining 24 (``split("train")`` lists them). Models trained before the val split
+  existed (the shipped ``r3net.onnx``) saw all 30, i.e. ``train`` + ``val``.
 
 Training adds synthetic traces (Markov / random-walk / step over 0.1–8 Mbit/s) generated in the
 Rust core per episode (``EnvConfig.synthetic_prob``), so every episode sees a fresh trace.
@@ -32,26 +36,38 @@ TEST_TRACES: tuple[str, ...] = (
 )
 
 
+VAL_TRACES: tuple[str, ...] = (
+    "opennetlab-4G_500kbps.csv",
+    "opennetlab-5G_12mbps.csv",
+    "pensieve-car.snaroya-smestad-report.2011-02-14_2139CET.csv",
+    "pensieve-tram.ljabru-jernbanetorget-report.2011-01-31_1045CET.csv",
+    "pensieve-trace_797700_http---www.yahoo.com.csv",
+    "pensieve-trace_940760_http---www.youtube.com.csv",
+)
+
+
 def shipped() -> list[str]:
     return sorted(p.name for p in TRACE_DIR.glob("*.csv") if p.name != "index.csv")
 
 
 def split(which: str) -> list[str]:
-    """File names of the ``train`` or ``test`` set (or ``all``)."""
+    """File names of the ``train``, ``val`` or ``test`` set (or ``all``); sorted, disjoint."""
     names = shipped()
     if which == "all":
         return names
     if which == "test":
         return [n for n in names if n in TEST_TRACES]
+    if which == "val":
+        return [n for n in names if n in VAL_TRACES]
     if which == "train":
-        return [n for n in names if n not in TEST_TRACES]
-    raise ValueError(f"unknown trace set {which!r} (train, test, all, none)")
+        return [n for n in names if n not in TEST_TRACES and n not in VAL_TRACES]
+    raise ValueError(f"unknown trace set {which!r} (train, val, test, all, none)")
 
 
 def load(spec: str | list[str | Path] | None) -> list[tuple[str, str]]:
     """``(name, content)`` pairs for the environment.
 
-    ``spec``: ``"train"``, ``"test"``, ``"all"``, ``"none"``/None (synthetic only), or a list of
+    ``spec``: ``"train"``, ``"val"``, ``"test"``, ``"all"``, ``"none"``/None (synthetic only), or a list of
     file paths (or shipped file names).
     """
     if spec is None or spec == "none":

@@ -10,7 +10,15 @@ entropy bonus: the DeepRL defaults the paper's code base uses (spec 10.2 table).
 
 Run ``ratelab train r3net --steps N --envs N --out DIR`` (or ``python -m ratelab.rl.train``).
 ``DIR`` receives ``checkpoint.pt`` (resumable with ``--resume``), ``scalars.csv``,
-``learning_curve.png`` and ``r3net.onnx``.
+``learning_curve.png`` and ``r3net.onnx`` (the latest snapshot).
+
+Snapshot selection: every ``val_every`` updates (and after the last) the current policy runs a
+fixed validation set — ``val_episodes`` episodes of the training distribution on the ``val``
+trace split (``ratelab.rl.traces``; never trained on), half of them synthetic, environment and
+action noise seeded with ``val_seed`` so every evaluation sees the same episodes — sampled as
+deployed (``N(μ, σ)`` clipped to [0, 1]). Its mean reward per step is the ``val_reward`` column of
+``scalars.csv``; the best so far is kept as ``best.pt`` (weights, update, steps, ``val_reward``)
+and ``best.onnx`` (metadata ``val_reward``, ``val_update``).
 """
 
 from __future__ import annotations
@@ -61,6 +69,10 @@ class TrainConfig:
     env_threads: int = 1
     torch_threads: int = 1
     checkpoint_every: int = 10      # updates
+    val_every: int = 20             # updates between validations (0: none); ~7 % of the update time
+    val_episodes: int = 64          # validation episodes (all in parallel)
+    val_seed: int = 7               # seeds the validation episodes and their action noise
+    val_traces: str = "val"         # trace split of the validation episodes (plus synthetic ones)
     env_config: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -86,6 +98,9 @@ class Trainer:
         self.steps = 0
         self.wall = 0.0
         self.episode_rewards: list[float] = []
+        self.val_wall = 0.0
+        self.best_val = -math.inf
+        self._val_env: BandwidthEstimationVectorEnv | None = None
         ckpt = self.out / "checkpoint.pt"
         if resume and ckpt.exists():
             state = torch.load(ckpt, weights_only=False)
@@ -93,9 +108,14 @@ class Trainer:
             self.opt.load_state_dict(state["opt"])
             self.updates, self.steps, self.wall = state["updates"], state["steps"], state["wall"]
             torch.set_rng_state(state["torch_rng"])
+            self.val_wall = state.get("val_wall", 0.0)
+            if (self.out / "best.pt").exists():
+                self.best_val = torch.load(self.out / "best.pt", weights_only=False)["val_reward"]
             self.log(f"resumed from {ckpt} at update {self.updates}, {self.steps} steps")
-        elif (self.out / "scalars.csv").exists():
-            (self.out / "scalars.csv").unlink()
+        else:
+            for f in ("scalars.csv", "best.pt", "best.onnx"):
+                if (self.out / f).exists():
+                    (self.out / f).unlink()
         self.env_seed = cfg.seed * 1_000_003 + self.updates
 
     # -- rollout -------------------------------------------------------------------------
@@ -147,6 +167,38 @@ class Trainer:
             gae = delta + c.gamma * c.gae_lambda * (1.0 - buf["trunc"][t]) * gae
             adv[t] = gae
         return adv, adv + buf["val"]
+
+    # -- validation ----------------------------------------------------------------------
+    def validate(self) -> float:
+        """Mean reward per step of the current policy, sampled as deployed, on the fixed
+        validation episodes (same episodes and action noise at every call)."""
+        c = self.cfg
+        if self._val_env is None:
+            self._val_env = BandwidthEstimationVectorEnv(c.val_episodes, config=c.env_config, traces=c.val_traces,
+                                                         mapping=c.mapping, duration_s=c.duration_s,
+                                                         threads=c.env_threads)
+        env, n = self._val_env, c.val_episodes
+        obs, _ = env.reset(seed=c.val_seed)
+        gen = torch.Generator().manual_seed(c.val_seed)
+        total = 0.0
+        with torch.no_grad():
+            h, std = self.net.initial_state(n), self.net.std()
+            for _ in range(env.steps_per_episode):
+                mu, _v, h = self.net(torch.as_tensor(obs)[None], h)
+                a = (mu[0] + std * torch.randn(n, generator=gen)).clamp(0.0, 1.0)
+                obs, rew, _term, _trunc, _info = env.step(a.numpy()[:, None])
+                total += float(np.sum(rew))
+        return total / (n * env.steps_per_episode)
+
+    def save_best(self, val: float) -> None:
+        self.best_val = val
+        state = {"net": self.net.state_dict(), "updates": self.updates, "steps": self.steps, "val_reward": val,
+                 "config": dataclasses.asdict(self.cfg)}
+        tmp = self.out / "best.pt.tmp"
+        torch.save(state, tmp)
+        tmp.replace(self.out / "best.pt")
+        export_onnx(self.net, self.out / "best.onnx",
+                    {**self._meta(), "val_reward": f"{val:.6f}", "val_update": self.updates})
 
     # -- PPO update ----------------------------------------------------------------------
     def update(self, buf) -> dict[str, float]:
@@ -200,10 +252,19 @@ class Trainer:
         csv_path = self.out / "scalars.csv"
         new = not csv_path.exists()
         fields = ["update", "steps", "wall_s", "episode_reward", "episodes", "policy_loss", "value_loss",
-                  "approx_kl", "clipfrac", "std", "steps_per_s"]
+                  "approx_kl", "clipfrac", "std", "steps_per_s", "val_reward", "val_s"]
+        if not new:  # a run from before a column was added: rewrite it with the current header
+            with open(csv_path, newline="") as fh:
+                old = csv.DictReader(fh)
+                if old.fieldnames != fields:
+                    rows = list(old)
+                    with open(csv_path, "w", newline="") as out:
+                        rw = csv.DictWriter(out, fieldnames=fields, restval="", extrasaction="ignore")
+                        rw.writeheader()
+                        rw.writerows(rows)
         progress = _Progress(total_updates, self.updates, self.log)
         with open(csv_path, "a", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=fields)
+            w = csv.DictWriter(fh, fieldnames=fields, restval="")
             if new:
                 w.writeheader()
             while self.updates < total_updates:
@@ -220,6 +281,14 @@ class Trainer:
                        "std": float(self.net.std().detach()), "steps_per_s": round(c.batch / dt, 1),
                        **{k: round(v, 6) for k, v in stats.items()}}
                 self.episode_rewards = []
+                if c.val_every > 0 and (self.updates % c.val_every == 0 or self.updates == total_updates):
+                    t1 = time.perf_counter()
+                    val = self.validate()
+                    row["val_s"] = round(time.perf_counter() - t1, 3)
+                    self.val_wall += row["val_s"]
+                    row["val_reward"] = round(val, 6)
+                    if val > self.best_val:
+                        self.save_best(val)
                 w.writerow(row)
                 fh.flush()
                 progress.update(self.updates, row)
@@ -227,20 +296,25 @@ class Trainer:
                     self.save()
         progress.close()
         self.save()
+        if c.val_every > 0 and self.best_val > -math.inf:
+            self.log(f"best validation reward {self.best_val:.4f} -> {self.out / 'best.onnx'} "
+                     f"(validation took {self.val_wall:.0f} s, update loop {self.wall:.0f} s)")
         plot_learning_curve(csv_path, self.out / "learning_curve.png")
         return self.out / "r3net.onnx"
 
     def save(self) -> None:
         state = {"net": self.net.state_dict(), "opt": self.opt.state_dict(), "updates": self.updates,
                  "steps": self.steps, "wall": self.wall, "config": dataclasses.asdict(self.cfg),
-                 "torch_rng": torch.get_rng_state()}
+                 "torch_rng": torch.get_rng_state(), "val_wall": self.val_wall}
         tmp = self.out / "checkpoint.pt.tmp"
         torch.save(state, tmp)
         tmp.replace(self.out / "checkpoint.pt")
-        meta = {"trainer": "ratelab.rl.train", "steps": self.steps, "updates": self.updates,
+        export_onnx(self.net, self.out / "r3net.onnx", self._meta())
+
+    def _meta(self) -> dict[str, Any]:
+        return {"trainer": "ratelab.rl.train", "steps": self.steps, "updates": self.updates,
                 "train_wall_s": round(self.wall, 1), "config": json.dumps(dataclasses.asdict(self.cfg)),
                 **mapping_metadata(self.env.config)}
-        export_onnx(self.net, self.out / "r3net.onnx", meta)
 
 
 class _Progress:
@@ -314,11 +388,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--envs", type=int, default=d.envs)
     p.add_argument("--out", default="out/r3net")
     p.add_argument("--resume", action="store_true")
-    for f in ("rollout", "seq_len", "minibatch", "epochs", "seed", "env_threads", "torch_threads", "checkpoint_every"):
+    for f in ("rollout", "seq_len", "minibatch", "epochs", "seed", "env_threads", "torch_threads", "checkpoint_every",
+              "val_every", "val_episodes", "val_seed"):
         p.add_argument("--" + f.replace("_", "-"), type=int, default=getattr(d, f))
     for f in ("lr", "gamma", "gae_lambda", "clip", "init_std", "init_action", "duration_s", "reward_scale", "entropy_coef"):
         p.add_argument("--" + f.replace("_", "-"), type=float, default=getattr(d, f))
-    p.add_argument("--traces", default=d.traces, help="train, test, all or none (synthetic only)")
+    p.add_argument("--traces", default=d.traces, help="train, val, test, all or none (synthetic only)")
+    p.add_argument("--val-traces", default=d.val_traces, help="trace split of the validation episodes")
     p.add_argument("--mapping", default=d.mapping, choices=["linear", "log"])
     p.add_argument("--env-config", default="{}", help="JSON overrides of the environment distribution")
     a = p.parse_args(argv)
