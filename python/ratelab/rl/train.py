@@ -370,6 +370,12 @@ def plot_learning_curve(csv_path: str | Path, png: str | Path) -> Path | None:
     if len(rew) > k > 1:
         sm = np.convolve(rew, np.ones(k) / k, mode="valid")
         ax.plot(steps[k - 1:] / 1e6, sm, lw=1.8, label=f"moving mean ({k})")
+    val = [(float(r["steps"]), float(r["val_reward"])) for r in rows if r.get("val_reward")]
+    if val:
+        vs, vr = np.array(val).T
+        ax.plot(vs / 1e6, vr, ".-", ms=3, lw=0.8, label="validation episodes (sampled)")
+        k_best = int(np.argmax(vr))
+        ax.plot(vs[k_best] / 1e6, vr[k_best], "k*", ms=10, label="best snapshot")
     ax.set_xlabel("environment steps (millions)")
     ax.set_ylabel("mean reward per 50-ms step")
     ax.set_title("R3Net PPO training")
