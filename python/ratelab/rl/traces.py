@@ -1,7 +1,7 @@
 """Trace sets for R3Net training and testing.
 
 The 40 shipped traces (``ratelab/traces``, see its README for sources and licenses) are split by
-hand, 30 train / 10 test, so that each family is in both sets and no file is in both:
+hand, 24 train / 6 val / 10 test, so that each family is in every set and no file is in two:
 
 * test — OpenNetLab: ``4G_700kbps``, ``WIRED_900kbs``; Norway 3G/HSDPA (Pensieve): the
   2011-01-30 bus, 2011-02-01 ferry, 2011-01-31 metro and vestby→oslo train recordings; FCC
