@@ -141,9 +141,6 @@ pub struct EmulatorSeries {
 pub struct EmulatorResult {
     pub stats: EmulatorStats,
     pub series: EmulatorSeries,
-    /// Capacity schedules of `[forward, reverse]` (for utilization against ground truth; the
-    /// reverse one is unlimited without a `reverse_link`).
-    pub capacity: [CapacitySchedule; 2],
     /// The core link counters of `[forward, reverse]`, as the simulator's links keep them.
     pub link_stats: [LinkStats; 2],
 }
@@ -363,22 +360,22 @@ impl Emulator {
             let mut s = b.acc.finish();
             s.random_drops = b.link.stats.random_drops;
             s.queue_drops = b.link.stats.queue_drops;
-            (s, b.link.capacity().clone())
+            s
         });
         let stats = EmulatorStats {
             end_reason: end_reason.into(),
             client: first.as_ref().and_then(|r| r.sender).map(|c| c.to_string()),
             forward_addr: first.map_or(String::new(), |r| r.receiver.to_string()),
             foreign_datagrams: foreign,
-            forward: f.0,
-            reverse: r.0,
+            forward: f,
+            reverse: r,
             routes,
             capacity_kbps_mean,
             cpu_us: net::thread_cpu_us() - cpu0,
             captured,
             capture_error,
         };
-        EmulatorResult { stats, series, capacity: [f.1, r.1], link_stats }
+        EmulatorResult { stats, series, link_stats }
     }
 
     /// Run the link model up to `limit` (event times), writing deliveries that are due.

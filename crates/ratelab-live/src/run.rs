@@ -21,6 +21,7 @@ use crate::receiver::{FeedbackFormat, Receiver, ReceiverOptions, ReceiverResult,
 use crate::sender::{Sender, SenderOptions, SenderResult, SenderStats};
 use crate::StopFlag;
 use ratelab_core::metrics::{FlowMetrics, PacketLog, ReturnPathCounters, SeriesLog};
+use ratelab_core::network::capacity::CapacitySchedule;
 use ratelab_core::scenario::{FlowKind, Scenario};
 use ratelab_core::sim::build::{activity_windows, capacity_schedule, expand_flows, fair_share, FlowSpec};
 use ratelab_core::sim::summary::{summarize, FlowRecord, LinkRecord, RunSummary};
@@ -205,7 +206,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         f.queue_delay_ms_p95 = (q.n > 0).then_some(q.p95);
     }
 
-    let series = join_series(&specs, &sres, &rres, &eres.series, iv_ms, end);
+    let series = join_series(&specs, &sres, &rres, &eres.series, &capacities, iv_ms, end);
     let packets = join_packets(&specs, &sres, &rres);
     let warning = specs.iter().zip(&sres).find(|(_, r)| r.stats.end_reason != "duration").map(|(s, r)| {
         let why = r.stats.message.clone().unwrap_or_else(|| format!("sender ended early: {}", r.stats.end_reason));
@@ -218,7 +219,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
 /// One row per flow per sender sample (the flow's active time), joined on the time grid with
 /// its receiver's and its data link's samples; rows in time order, flows by id within a time,
 /// as the simulator writes them.
-fn join_series(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResult], es: &crate::emulator::EmulatorSeries, iv_ms: f64, end: Time) -> SeriesLog {
+fn join_series(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResult], es: &crate::emulator::EmulatorSeries, capacities: &[CapacitySchedule], iv_ms: f64, end: Time) -> SeriesLog {
     let iv = Duration::from_ms_f64(iv_ms.max(1.0));
     let ei: HashMap<u64, usize> = es.k.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let mut rows: Vec<(u64, usize, usize)> = Vec::new(); // (k, flow, sender row)
@@ -243,7 +244,8 @@ fn join_series(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResult
         series.recv_kbps.push(r.map_or(f64::NAN, |j| rs.recv_kbps[j]));
         series.owd_ms.push(r.map_or(f64::NAN, |j| rs.owd_ms[j]));
         let e = ei.get(&k).copied();
-        series.capacity_kbps.push(e.map_or(f64::NAN, |j| es.capacity_kbps[d][j]));
+        // Without an emulator sample at this time, the link's schedule (what the emulator applies).
+        series.capacity_kbps.push(e.map_or_else(|| capacities.get(d).map_or(f64::NAN, |c| c.rate_at(t).kbps_f64()), |j| es.capacity_kbps[d][j]));
         series.queue_ms.push(e.map_or(f64::NAN, |j| es.queue_ms[d][j]));
     }
     series
