@@ -106,9 +106,7 @@ impl TrainedMapping {
     /// The mapping to run: each parameter set in `cfg`, else the model's value, else the default.
     /// A parameter that contradicts the model's metadata is an error naming that parameter.
     pub fn resolve(&self, cfg: &R3NetConfig) -> Result<Mapping, ConfigError> {
-        if let Some(p) = cfg.mapping.as_deref().filter(|p| !matches!(*p, "linear" | "log")) {
-            return Err(ConfigError::new("mapping", format!("unknown mapping '{p}' (linear, log)")));
-        }
+        if let Some(p) = cfg.mapping.as_deref().filter(|p| !Mapping::NAMES.contains(p)) { return Err(Mapping::unknown(p)); }
         let mapping = match (&cfg.mapping, &self.mapping) {
             (Some(p), Some(m)) if p != m => return Err(ConfigError::new("mapping", format!("'{p}' contradicts the model, which was trained with mapping '{m}' (ONNX metadata); leave `mapping` unset or use a model trained with '{p}'"))),
             (p, m) => p.clone().or_else(|| m.clone()).unwrap_or_else(|| "linear".into()),
@@ -137,9 +135,14 @@ impl Mapping {
                 if !(log_min_kbps.is_finite() && log_min_kbps > 0.0 && log_min_kbps < max_kbps) { return Err(ConfigError::new("log_min_kbps", "must be in (0, max_kbps)")); }
                 Ok(Mapping::Log { min: log_min_kbps, max: max_kbps })
             }
-            m => Err(ConfigError::new("mapping", format!("unknown mapping '{m}' (linear, log)"))),
+            m => Err(Mapping::unknown(m)),
         }
     }
+
+    /// The mappings [`Mapping::new`] knows.
+    pub const NAMES: [&'static str; 2] = ["linear", "log"];
+
+    fn unknown(m: &str) -> ConfigError { ConfigError::new("mapping", format!("unknown mapping '{m}' ({})", Mapping::NAMES.join(", "))) }
     /// Estimate in kbit/s for action `a` (clipped to [0, 1]; NaN counts as 0).
     pub fn kbps(&self, a: f64) -> f64 {
         let a = if a.is_nan() { 0.0 } else { a.clamp(0.0, 1.0) };
