@@ -80,6 +80,14 @@ class TrainConfig:
         return self.envs * self.rollout
 
 
+
+def _save_atomic(state: dict[str, Any], path: Path) -> None:
+    """``torch.save`` to a temporary file renamed over ``path``: a stop mid-write never leaves a
+    half-written checkpoint."""
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)
+
 class Trainer:
     def __init__(self, cfg: TrainConfig, out: str | Path, resume: bool = False,
                  log: Callable[[str], None] = print):
@@ -194,9 +202,7 @@ class Trainer:
         self.best_val = val
         state = {"net": self.net.state_dict(), "updates": self.updates, "steps": self.steps, "val_reward": val,
                  "config": dataclasses.asdict(self.cfg)}
-        tmp = self.out / "best.pt.tmp"
-        torch.save(state, tmp)
-        tmp.replace(self.out / "best.pt")
+        _save_atomic(state, self.out / "best.pt")
         export_onnx(self.net, self.out / "best.onnx",
                     {**self._meta(), "val_reward": f"{val:.6f}", "val_update": self.updates})
 
@@ -306,9 +312,7 @@ class Trainer:
         state = {"net": self.net.state_dict(), "opt": self.opt.state_dict(), "updates": self.updates,
                  "steps": self.steps, "wall": self.wall, "config": dataclasses.asdict(self.cfg),
                  "torch_rng": torch.get_rng_state(), "val_wall": self.val_wall}
-        tmp = self.out / "checkpoint.pt.tmp"
-        torch.save(state, tmp)
-        tmp.replace(self.out / "checkpoint.pt")
+        _save_atomic(state, self.out / "checkpoint.pt")
         export_onnx(self.net, self.out / "r3net.onnx", self._meta())
 
     def _meta(self) -> dict[str, Any]:
