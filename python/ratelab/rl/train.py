@@ -80,13 +80,13 @@ class TrainConfig:
         return self.envs * self.rollout
 
 
-
 def _save_atomic(state: dict[str, Any], path: Path) -> None:
     """``torch.save`` to a temporary file renamed over ``path``: a stop mid-write never leaves a
     half-written checkpoint."""
     tmp = path.with_name(path.name + ".tmp")
     torch.save(state, tmp)
     tmp.replace(path)
+
 
 class Trainer:
     def __init__(self, cfg: TrainConfig, out: str | Path, resume: bool = False,
