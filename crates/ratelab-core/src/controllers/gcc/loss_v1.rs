@@ -197,6 +197,8 @@ impl SendSideBwe {
 
     fn v2_ready(&self) -> bool { self.v2.as_ref().is_some_and(|v| v.is_ready()) }
 
+    fn v2_ready_in_start_phase(&self) -> bool { self.v2.as_ref().is_some_and(|v| v.ready_to_use_in_start_phase()) }
+
     /// The periodic update (every 25 ms tick, every loss report, 2.9.1 / 2.10).
     pub fn update_estimate(&mut self, now: Time) {
         if self.is_rtt_above_limit() {
@@ -212,16 +214,13 @@ impl SendSideBwe {
         }
         // Start phase: trust the delay-based estimate (and REMB) while no loss was seen, so that
         // the initial probes can ramp the target up (2.9.1).
-        if self.last_fraction_loss == 0 && self.in_start_phase(now) && !self.v2_ready() {
+        if self.last_fraction_loss == 0 && self.in_start_phase(now) && !self.v2_ready_in_start_phase() {
             let mut r = self.current_target;
             if self.receiver_limit.is_finite() {
                 r = r.max(self.receiver_limit);
             }
             if self.delay_based_limit.is_finite() {
                 r = r.max(self.delay_based_limit);
-            }
-            if let Some(v2) = self.v2.as_mut() {
-                v2.set_bandwidth_estimate(r);
             }
             if r != self.current_target {
                 self.min_bitrate_history.clear();

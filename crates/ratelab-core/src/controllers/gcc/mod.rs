@@ -255,8 +255,9 @@ impl Gcc {
             return LimitedCause::RttBackoff;
         }
         match self.ssbe.loss_state() {
-            LossV2State::Increasing | LossV2State::IncreaseUsingPadding => LimitedCause::LossLimitedIncreasing,
-            LossV2State::Decreasing => LimitedCause::LossLimited,
+            // libwebrtc: no probes while padding (as while decreasing), only while increasing.
+            LossV2State::Increasing => LimitedCause::LossLimitedIncreasing,
+            LossV2State::Decreasing | LossV2State::IncreaseUsingPadding => LimitedCause::LossLimited,
             LossV2State::DelayBasedEstimate => {
                 if self.delay.state() == BandwidthUsage::Overusing {
                     LimitedCause::DelayLimitedDelayIncreased
