@@ -175,3 +175,46 @@ fn hold_grows_on_each_decrease_entry_and_resets_when_delay_based() {
     assert_eq!(v2.state(), LossV2State::DelayBasedEstimate);
     assert_eq!(v2.hold.duration, Duration::from_ms(300));
 }
+
+#[test]
+fn newton_step_by_hand_has_no_chain_factor() {
+    let mut v2 = LossBasedBweV2::new(LossV2Config::default());
+    // One observation: 10 kB sent at 1 Mbit/s, 2 kB lost.
+    v2.observations[0] = Observation {
+        id: Some(0),
+        num_packets: 10,
+        num_lost_packets: 2,
+        sending_rate: kbps(1000),
+        size: Bytes::new(10_000),
+        lost_size: Bytes::new(2000),
+    };
+    v2.num_observations = 1;
+    let mut c = ChannelParameters { inherent_loss: 0.01, bandwidth: kbps(800) };
+    v2.newtons_method_update(&mut c);
+    // p = 0.01 + 0.99·(1000 − 800)/1000 = 0.208; one step of 0.75 on ℓ with
+    // d1 = 2/p − 8/(1 − p), d2 = −(2/p² + 8/(1 − p)²), inside [0.001, 0.05 + 100/800].
+    let p: f64 = 0.208;
+    let (d1, d2) = (2.0 / p - 8.0 / (1.0 - p), -(2.0 / (p * p) + 8.0 / ((1.0 - p) * (1.0 - p))));
+    let want = 0.01 - 0.75 * d1 / d2;
+    assert!((c.inherent_loss - want).abs() < 1e-12, "{} vs {want}", c.inherent_loss);
+    assert!((want - 0.003825).abs() < 1e-5);
+}
+
+#[test]
+fn state_machine_runs_before_the_estimate_is_ready() {
+    // Default MinNumObservations = 3: after one lossy observation the result is still the
+    // delay-based estimate, but the state machine already decreased (libwebrtc does not wait).
+    let mut v2 = LossBasedBweV2::new(LossV2Config::default());
+    let lost = |seq: u64, t: i64| PacketResult {
+        sent: SentPacket { seq, size: Bytes::new(1000), send_time: Time::from_ms(t), probe_cluster: None, is_padding: false, data_in_flight: Bytes::ZERO },
+        recv_time: None,
+    };
+    v2.set_acknowledged_bitrate(kbps(100));
+    v2.update(&[lost(1, 0), lost(2, 300)], kbps(1000), false);
+    assert!(!v2.is_ready());
+    assert_eq!(v2.result(), (kbps(1000), LossV2State::DelayBasedEstimate));
+    assert_eq!(v2.state(), LossV2State::Decreasing);
+    // All lost: the acked-rate candidate (100 kbit/s) wins; it is under the instant upper bound
+    // 100 kbit/s / (1 − 0.05) and equal to the acked-rate floor.
+    assert_eq!(v2.result.bandwidth, kbps(100));
+}
