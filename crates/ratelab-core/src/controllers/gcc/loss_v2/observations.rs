@@ -163,7 +163,7 @@ impl LossBasedBweV2 {
         }
         rates.sort_unstable();
         let n = rates.len();
-        if n % 2 == 0 { (rates[n / 2 - 1] + rates[n / 2]) / 2 } else { rates[n / 2] }
+        if n.is_multiple_of(2) { (rates[n / 2 - 1] + rates[n / 2]) / 2 } else { rates[n / 2] }
     }
 
     /// `balance / (average loss − offset)` above the offset, else the max bitrate.

@@ -152,13 +152,11 @@ fn packet(seq: u64, send: Time, recv: Option<Time>, size: i64) -> PacketResult {
 
 /// Feed `received(obs(k))` for k = first, first + 1, … until `until` holds; returns the next k.
 fn feed_received_until(e: &mut LossBasedBweV2, p: &mut Packets, first: i64, delay_based: Bitrate, in_alr: bool, until: impl Fn(&LossBasedBweV2) -> bool) -> i64 {
-    let mut k = first;
-    for _ in 0..MAX_LOOPS {
+    for k in first..first + MAX_LOOPS as i64 {
         if until(e) {
             return k;
         }
         e.update(&p.received(obs(k)), delay_based, in_alr);
-        k += 1;
     }
     panic!("condition not reached after {MAX_LOOPS} feedbacks");
 }
