@@ -4,36 +4,32 @@ use super::*;
 
 #[test]
 fn not_increase_if_inherent_loss_less_than_average_loss() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("CandidateFactors:1.2,NotIncreaseIfInherentLossLessThanAverageLoss:true"));
-    e.set_bandwidth_estimate(kbps(600));
+    let (mut e, mut p) = setup(short("CandidateFactors:1.2,NotIncreaseIfInherentLossLessThanAverageLoss:true"), kbps(600));
     e.update(&p.loss_10p(Time::ZERO, PACKET_SIZE), INF, false);
     e.update(&p.loss_10p(obs(1), PACKET_SIZE), INF, false);
     assert_eq!(estimate(&e), kbps(600));
 }
 
-#[test]
-fn select_high_bandwidth_candidate_if_loss_rate_is_less_than_threshold() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("LossThresholdOfHighBandwidthPreference:0.20,NotIncreaseIfInherentLossLessThanAverageLoss:false"));
+/// Cases 28 and 29: from 600 kbit/s, two feedbacks of ten packets with the last one lost.
+fn estimate_after_two_feedbacks_with_10p_loss(cfg: LossV2Config) -> Bitrate {
+    let (mut e, mut p) = setup(cfg, kbps(600));
     let delay_based = kbps(5000);
-    e.set_bandwidth_estimate(kbps(600));
     e.update(&p.loss_10p(Time::ZERO, PACKET_SIZE), delay_based, false);
     e.update(&p.loss_10p(obs(1), PACKET_SIZE), delay_based, false);
+    estimate(&e)
+}
+
+#[test]
+fn select_high_bandwidth_candidate_if_loss_rate_is_less_than_threshold() {
+    let cfg = short("LossThresholdOfHighBandwidthPreference:0.20,NotIncreaseIfInherentLossLessThanAverageLoss:false");
     // 10 % average loss < 20 % threshold: increase.
-    assert!(estimate(&e) > kbps(600));
+    assert!(estimate_after_two_feedbacks_with_10p_loss(cfg) > kbps(600));
 }
 
 #[test]
 fn select_low_bandwidth_candidate_if_loss_rate_is_is_higher_than_threshold() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("LossThresholdOfHighBandwidthPreference:0.05"));
-    let delay_based = kbps(5000);
-    e.set_bandwidth_estimate(kbps(600));
-    e.update(&p.loss_10p(Time::ZERO, PACKET_SIZE), delay_based, false);
-    e.update(&p.loss_10p(obs(1), PACKET_SIZE), delay_based, false);
     // 10 % average loss > 5 % threshold: decrease.
-    assert!(estimate(&e) < kbps(600));
+    assert!(estimate_after_two_feedbacks_with_10p_loss(short("LossThresholdOfHighBandwidthPreference:0.05")) < kbps(600));
 }
 
 #[test]
@@ -48,26 +44,16 @@ fn estimate_is_not_higher_than_max_bitrate() {
 
 #[test]
 fn not_back_off_to_acked_rate_in_alr() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("InstantUpperBoundBwBalance:100kbps"));
-    e.set_min_max_bitrate(kbps(10), kbps(1_000_000));
-    e.set_bandwidth_estimate(kbps(600));
     let acked = kbps(100);
-    e.set_acknowledged_bitrate(acked);
-    e.update(&p.loss_100p(Time::ZERO, 2), kbps(5000), true);
+    let (e, _) = after_full_loss(short("InstantUpperBoundBwBalance:100kbps"), kbps(600), Some((kbps(10), kbps(1_000_000))), acked, kbps(5000), true);
     assert!(estimate(&e) > acked);
     assert!(estimate(&e) < kbps(600));
 }
 
 #[test]
 fn back_off_to_acked_rate_if_not_in_alr() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("InstantUpperBoundBwBalance:100kbps"));
-    e.set_min_max_bitrate(kbps(10), kbps(1_000_000));
-    e.set_bandwidth_estimate(kbps(600));
     let acked = kbps(100);
-    e.set_acknowledged_bitrate(acked);
-    e.update(&p.loss_100p(Time::ZERO, 2), kbps(5000), false);
+    let (e, _) = after_full_loss(short("InstantUpperBoundBwBalance:100kbps"), kbps(600), Some((kbps(10), kbps(1_000_000))), acked, kbps(5000), false);
     assert_eq!(estimate(&e), acked);
 }
 
@@ -87,23 +73,13 @@ fn ready_to_use_in_start_phase() {
 
 #[test]
 fn bound_estimate_by_acked_rate() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("LowerBoundByAckedRateFactor:1.0"));
-    e.set_min_max_bitrate(kbps(10), kbps(1_000_000));
-    e.set_bandwidth_estimate(kbps(600));
-    e.set_acknowledged_bitrate(kbps(500));
-    e.update(&p.loss_100p(Time::ZERO, 2), INF, false);
+    let (e, _) = after_full_loss(short("LowerBoundByAckedRateFactor:1.0"), kbps(600), Some((kbps(10), kbps(1_000_000))), kbps(500), INF, false);
     assert_eq!(estimate(&e), kbps(500));
 }
 
 #[test]
 fn not_bound_estimate_by_acked_rate() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("LowerBoundByAckedRateFactor:0.0"));
-    e.set_min_max_bitrate(kbps(10), kbps(1_000_000));
-    e.set_bandwidth_estimate(kbps(600));
-    e.set_acknowledged_bitrate(kbps(500));
-    e.update(&p.loss_100p(Time::ZERO, 2), INF, false);
+    let (e, _) = after_full_loss(short("LowerBoundByAckedRateFactor:0.0"), kbps(600), Some((kbps(10), kbps(1_000_000))), kbps(500), INF, false);
     assert!(estimate(&e) < kbps(500));
 }
 
@@ -136,9 +112,7 @@ fn has_increase_state_because_of_lower_bound() {
 
 #[test]
 fn estimate_increase_slowly_from_instant_upper_bound_in_alr_if_field_trial() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("UpperBoundCandidateInAlr:true"));
-    e.set_bandwidth_estimate(kbps(1000));
+    let (mut e, mut p) = setup(short("UpperBoundCandidateInAlr:true"), kbps(1000));
     e.set_acknowledged_bitrate(kbps(150));
     e.update(&p.loss_50p(Time::ZERO), INF, true);
     let after_loss = e.result();
@@ -167,9 +141,7 @@ fn has_delay_based_state_if_loss_based_bwe_is_max() {
 
 #[test]
 fn increase_using_padding_state_if_field_trial() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("PaddingDuration:1000ms"));
-    e.set_bandwidth_estimate(kbps(2500));
+    let (mut e, mut p) = setup(short("PaddingDuration:1000ms"), kbps(2500));
     e.update(&p.loss_50p(Time::ZERO), INF, false);
     assert_eq!(state(&e), LossV2State::Decreasing);
     feed_received_until(&mut e, &mut p, 1, INF, false, |e| state(e) == LossV2State::IncreaseUsingPadding);
@@ -178,9 +150,7 @@ fn increase_using_padding_state_if_field_trial() {
 
 #[test]
 fn best_candidate_resets_to_upper_bound_in_field_trial() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("PaddingDuration:1000ms,BoundBestCandidate:true"));
-    e.set_bandwidth_estimate(kbps(2500));
+    let (mut e, mut p) = setup(short("PaddingDuration:1000ms,BoundBestCandidate:true"), kbps(2500));
     e.update(&p.loss_50p(Time::ZERO), INF, true);
     let after_loss = e.result();
     assert_eq!(after_loss.1, LossV2State::Decreasing);
@@ -193,9 +163,7 @@ fn best_candidate_resets_to_upper_bound_in_field_trial() {
 
 #[test]
 fn decrease_to_acked_candidate_if_padding_in_alr() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("PaddingDuration:1000ms,InstantUpperBoundBwBalance:10000kbps"));
-    e.set_bandwidth_estimate(kbps(1000));
+    let (mut e, mut p) = setup(short("PaddingDuration:1000ms,InstantUpperBoundBwBalance:10000kbps"), kbps(1000));
     let mut k = 0;
     while state(&e) != LossV2State::Decreasing {
         assert!(k < MAX_LOOPS as i64);
@@ -212,9 +180,7 @@ fn decrease_to_acked_candidate_if_padding_in_alr() {
 
 #[test]
 fn decrease_after_padding() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("PaddingDuration:1000ms,BwRampupUpperBoundFactor:2.0"));
-    e.set_bandwidth_estimate(kbps(2500));
+    let (mut e, mut p) = setup(short("PaddingDuration:1000ms,BwRampupUpperBoundFactor:2.0"), kbps(2500));
     e.set_acknowledged_bitrate(kbps(51));
     e.update(&p.loss_50p(Time::ZERO), INF, false);
     assert_eq!(e.result(), (kbps(51), LossV2State::Decreasing));
@@ -230,9 +196,7 @@ fn decrease_after_padding() {
 
 #[test]
 fn hold_rate_not_lower_than_acked_rate() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("HoldDurationFactor:10,LowerBoundByAckedRateFactor:1.0"));
-    e.set_bandwidth_estimate(kbps(2500));
+    let (mut e, mut p) = setup(short("HoldDurationFactor:10,LowerBoundByAckedRateFactor:1.0"), kbps(2500));
     e.update(&p.loss_50p(Time::ZERO), INF, false);
     assert_eq!(state(&e), LossV2State::Decreasing);
     e.set_acknowledged_bitrate(kbps(1000));
@@ -242,9 +206,7 @@ fn hold_rate_not_lower_than_acked_rate() {
 
 #[test]
 fn estimate_not_lower_than_acked_rate() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("LowerBoundByAckedRateFactor:1.0"));
-    e.set_bandwidth_estimate(kbps(2500));
+    let (mut e, mut p) = setup(short("LowerBoundByAckedRateFactor:1.0"), kbps(2500));
     e.update(&p.loss_100p(Time::ZERO, 2), INF, false);
     assert!(estimate(&e) < kbps(1000));
     e.set_acknowledged_bitrate(kbps(1000));
@@ -258,9 +220,7 @@ fn estimate_not_lower_than_acked_rate() {
 
 #[test]
 fn end_hold_duration_if_delay_based_estimate_works() {
-    let mut p = Packets::default();
-    let mut e = bwe(short(""));
-    e.set_bandwidth_estimate(kbps(2500));
+    let (mut e, mut p) = setup(short(""), kbps(2500));
     e.update(&p.loss_50p(Time::ZERO), INF, false);
     assert_eq!(state(&e), LossV2State::Decreasing);
     let est = estimate(&e);
@@ -271,9 +231,7 @@ fn end_hold_duration_if_delay_based_estimate_works() {
 
 #[test]
 fn use_byte_loss_rate() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("UseByteLossRate:true"));
-    e.set_bandwidth_estimate(kbps(500));
+    let (mut e, mut p) = setup(short("UseByteLossRate:true"), kbps(500));
     // 10 % packet loss but more than 50 % byte loss.
     e.update(&p.loss_10p(Time::ZERO, PACKET_SIZE * 20), INF, false);
     assert_eq!(state(&e), LossV2State::Decreasing);
@@ -281,35 +239,35 @@ fn use_byte_loss_rate() {
     assert!(estimate(&e) < kbps(160));
 }
 
+/// Byte loss, a window of 5 observations, filled with loss-free ones at 500 kbit/s (cases 49
+/// and 50 start here); returns the next observation index.
+fn byte_loss_window_filled() -> (LossBasedBweV2, Packets, i64) {
+    let (mut e, mut p) = setup(trial("UseByteLossRate:true,ObservationWindowSize:5"), kbps(500));
+    for k in 0..5 {
+        e.update(&p.received(obs(k)), kbps(500), false);
+    }
+    (e, p, 5)
+}
+
 #[test]
 fn use_byte_loss_rate_ignore_loss_spike() {
-    let mut p = Packets::default();
-    let mut e = bwe(trial("UseByteLossRate:true,ObservationWindowSize:5"));
+    let (mut e, mut p, k) = byte_loss_window_filled();
     let delay_based = kbps(500);
-    e.set_bandwidth_estimate(delay_based);
-    for k in 0..5 {
-        e.update(&p.received(obs(k)), delay_based, false);
-    }
-    e.update(&p.loss_100p(obs(5), 2), delay_based, false);
-    e.update(&p.received(obs(6)), delay_based, false);
+    e.update(&p.loss_100p(obs(k), 2), delay_based, false);
+    e.update(&p.received(obs(k + 1)), delay_based, false);
     assert_eq!(e.result(), (delay_based, LossV2State::DelayBasedEstimate));
     // More loss in a new observation: back down.
-    e.update(&p.loss_100p(obs(7), 2), delay_based, false);
+    e.update(&p.loss_100p(obs(k + 2), 2), delay_based, false);
     assert_eq!(state(&e), LossV2State::Decreasing);
     assert!(estimate(&e) < delay_based);
 }
 
 #[test]
 fn use_byte_loss_rate_does_not_ignore_loss_spike_on_send_burst() {
-    let mut p = Packets::default();
-    let mut e = bwe(trial("UseByteLossRate:true,ObservationWindowSize:5"));
+    let (mut e, mut p, k) = byte_loss_window_filled();
     let delay_based = kbps(500);
-    e.set_bandwidth_estimate(delay_based);
-    for k in 0..5 {
-        e.update(&p.received(obs(k)), delay_based, false);
-    }
     // Loss while the send rate jumps: back down.
-    e.update(&p.loss_100p(obs(5), 5), delay_based, false);
+    e.update(&p.loss_100p(obs(k), 5), delay_based, false);
     assert_eq!(state(&e), LossV2State::Decreasing);
     assert!(estimate(&e) <= delay_based);
 }

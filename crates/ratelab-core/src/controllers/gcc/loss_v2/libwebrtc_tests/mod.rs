@@ -101,6 +101,25 @@ fn short(custom: &str) -> LossV2Config { trial(&format!("MinNumObservations:1,Ob
 
 fn bwe(cfg: LossV2Config) -> LossBasedBweV2 { LossBasedBweV2::new(cfg) }
 
+/// A fresh estimator set to `start` (`SetBandwidthEstimate`) and a packet factory.
+fn setup(cfg: LossV2Config, start: Bitrate) -> (LossBasedBweV2, Packets) {
+    let mut e = bwe(cfg);
+    e.set_bandwidth_estimate(start);
+    (e, Packets::default())
+}
+
+/// The common start of the loss-limited cases: `setup(cfg, start)`, optional min/max bitrate,
+/// the acked rate, then one feedback at 0 with both packets lost.
+fn after_full_loss(cfg: LossV2Config, start: Bitrate, min_max: Option<(Bitrate, Bitrate)>, acked: Bitrate, delay_based: Bitrate, in_alr: bool) -> (LossBasedBweV2, Packets) {
+    let (mut e, mut p) = setup(cfg, start);
+    if let Some((min, max)) = min_max {
+        e.set_min_max_bitrate(min, max);
+    }
+    e.set_acknowledged_bitrate(acked);
+    e.update(&p.loss_100p(Time::ZERO, 2), delay_based, in_alr);
+    (e, p)
+}
+
 fn estimate(e: &LossBasedBweV2) -> Bitrate { e.result().0 }
 fn state(e: &LossBasedBweV2) -> LossV2State { e.result().1 }
 

@@ -159,28 +159,27 @@ fn no_bwe_change_if_observation_duration_unchanged() {
     assert_eq!(estimate(&e), first);
 }
 
-#[test]
-fn no_bwe_change_if_observation_duration_is_small_and_network_normal() {
-    let mut p = Packets::default();
+/// Estimates after a first feedback and after a second one sent 1 ms short of a new
+/// observation (cases 17 and 18 share these inputs).
+fn estimates_around_a_too_short_observation() -> (Bitrate, Bitrate) {
+    let (mut e, mut p) = setup(config(true, true), kbps(600));
     let (fb1, fb2) = (p.received(Time::ZERO), p.received(at(OBSERVATION_DURATION_LOWER_BOUND - ms(1))));
-    let mut e = bwe(config(true, true));
-    e.set_bandwidth_estimate(kbps(600));
     e.update(&fb1, INF, false);
     let first = estimate(&e);
     e.update(&fb2, INF, false);
-    assert_eq!(estimate(&e), first);
+    (first, estimate(&e))
+}
+
+#[test]
+fn no_bwe_change_if_observation_duration_is_small_and_network_normal() {
+    let (first, second) = estimates_around_a_too_short_observation();
+    assert_eq!(second, first);
 }
 
 #[test]
 fn no_bwe_increase_if_observation_duration_is_small_and_network_underusing() {
-    let mut p = Packets::default();
-    let (fb1, fb2) = (p.received(Time::ZERO), p.received(at(OBSERVATION_DURATION_LOWER_BOUND - ms(1))));
-    let mut e = bwe(config(true, true));
-    e.set_bandwidth_estimate(kbps(600));
-    e.update(&fb1, INF, false);
-    let first = estimate(&e);
-    e.update(&fb2, INF, false);
-    assert!(estimate(&e) <= first);
+    let (first, second) = estimates_around_a_too_short_observation();
+    assert!(second <= first);
 }
 
 #[test]
@@ -198,12 +197,8 @@ fn increase_to_delay_based_estimate_if_no_loss_or_delay_increase() {
 
 #[test]
 fn increase_by_hold_factor_after_loss_based_bwe_backs_off() {
-    let mut p = Packets::default();
-    let mut e = bwe(short(""));
     let delay_based = kbps(5000);
-    e.set_bandwidth_estimate(kbps(600));
-    e.set_acknowledged_bitrate(kbps(100));
-    e.update(&p.loss_100p(Time::ZERO, 2), delay_based, false);
+    let (mut e, mut p) = after_full_loss(short(""), kbps(600), None, kbps(100), delay_based, false);
     let at_loss = estimate(&e);
     feed_received_until(&mut e, &mut p, 2, delay_based, false, |e| state(e) == LossV2State::IncreaseUsingPadding);
     // BwRampupUpperBoundInHoldFactor is 1.2.
@@ -212,12 +207,9 @@ fn increase_by_hold_factor_after_loss_based_bwe_backs_off() {
 
 #[test]
 fn loss_based_state_is_delay_based_estimate_after_network_recovering() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("CandidateFactors:100|1|0.5,InstantUpperBoundBwBalance:10000kbps,MaxIncreaseFactor:100,NotIncreaseIfInherentLossLessThanAverageLoss:false"));
+    let cfg = short("CandidateFactors:100|1|0.5,InstantUpperBoundBwBalance:10000kbps,MaxIncreaseFactor:100,NotIncreaseIfInherentLossLessThanAverageLoss:false");
     let delay_based = kbps(600);
-    e.set_bandwidth_estimate(kbps(600));
-    e.set_acknowledged_bitrate(kbps(300));
-    e.update(&p.loss_100p(Time::ZERO, 2), delay_based, false);
+    let (mut e, mut p) = after_full_loss(cfg, kbps(600), None, kbps(300), delay_based, false);
     assert_eq!(state(&e), LossV2State::Decreasing);
     e.set_acknowledged_bitrate(kbps(600));
     e.update(&p.received(obs(1)), delay_based, false);
@@ -229,9 +221,7 @@ fn loss_based_state_is_delay_based_estimate_after_network_recovering() {
 
 #[test]
 fn loss_based_state_is_not_delay_based_estimate_if_delay_based_estimate_infinite() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("CandidateFactors:100|1|0.5,InstantUpperBoundBwBalance:10000kbps,MaxIncreaseFactor:100"));
-    e.set_bandwidth_estimate(kbps(600));
+    let (mut e, mut p) = setup(short("CandidateFactors:100|1|0.5,InstantUpperBoundBwBalance:10000kbps,MaxIncreaseFactor:100"), kbps(600));
     e.update(&p.loss_100p(Time::ZERO, 2), INF, false);
     assert_eq!(state(&e), LossV2State::Decreasing);
     e.set_acknowledged_bitrate(kbps(600));
@@ -239,17 +229,21 @@ fn loss_based_state_is_not_delay_based_estimate_if_delay_based_estimate_infinite
     assert_ne!(state(&e), LossV2State::DelayBasedEstimate);
 }
 
-#[test]
-fn increase_by_factor_of_acked_bitrate_after_loss_based_bwe_backs_off() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("LossThresholdOfHighBandwidthPreference:0.99,BwRampupUpperBoundFactor:1.2,InstantUpperBoundBwBalance:10000kbps,"));
-    let delay_based = kbps(5000);
-    e.set_bandwidth_estimate(kbps(600));
-    e.set_acknowledged_bitrate(kbps(300));
-    e.update(&p.loss_100p(Time::ZERO, 2), delay_based, false);
+/// Cases 23 and 24 start alike: rampup factor 1.2, no instant upper bound, high-bandwidth
+/// preference up to 99 % loss; a full loss from 600 kbit/s with 300 kbit/s acked.
+fn backed_off_with_rampup_factor_1_2(delay_based: Bitrate) -> (LossBasedBweV2, Packets, Bitrate) {
+    let cfg = short("LossThresholdOfHighBandwidthPreference:0.99,BwRampupUpperBoundFactor:1.2,InstantUpperBoundBwBalance:10000kbps,");
+    let (e, p) = after_full_loss(cfg, kbps(600), None, kbps(300), delay_based, false);
     assert_eq!(state(&e), LossV2State::Decreasing);
     let estimate_1 = estimate(&e);
     assert!(estimate_1 < kbps(600));
+    (e, p, estimate_1)
+}
+
+#[test]
+fn increase_by_factor_of_acked_bitrate_after_loss_based_bwe_backs_off() {
+    let delay_based = kbps(5000);
+    let (mut e, mut p, estimate_1) = backed_off_with_rampup_factor_1_2(delay_based);
     e.set_acknowledged_bitrate(mul(estimate_1, 0.9));
     let k = feed_received_until(&mut e, &mut p, 1, delay_based, false, |e| state(e) == LossV2State::IncreaseUsingPadding);
     // Capped by acked rate × BwRampupUpperBoundFactor.
@@ -263,55 +257,42 @@ fn increase_by_factor_of_acked_bitrate_after_loss_based_bwe_backs_off() {
 
 #[test]
 fn ensure_increase_even_if_acked_bitrate_bound() {
-    let mut p = Packets::default();
-    let mut e = bwe(short("LossThresholdOfHighBandwidthPreference:0.99,BwRampupUpperBoundFactor:1.2,InstantUpperBoundBwBalance:10000kbps,"));
     let delay_based = kbps(5000);
-    e.set_bandwidth_estimate(kbps(600));
-    e.set_acknowledged_bitrate(kbps(300));
-    e.update(&p.loss_100p(Time::ZERO, 2), delay_based, false);
-    assert_eq!(state(&e), LossV2State::Decreasing);
-    let estimate_1 = estimate(&e);
-    assert!(estimate_1 < kbps(600));
+    let (mut e, mut p, estimate_1) = backed_off_with_rampup_factor_1_2(delay_based);
     e.set_acknowledged_bitrate(estimate_1 / 2);
     feed_received_until(&mut e, &mut p, 1, delay_based, false, |e| state(e) == LossV2State::IncreaseUsingPadding);
     // The estimate rises by 1 bit/s.
     assert_eq!(estimate(&e), estimate_1 + Bitrate::from_bps(1));
 }
 
-#[test]
-fn estimate_bitrate_is_bounded_during_delayed_window_after_loss_based_bwe_backs_off() {
+/// Cases 25 and 26: from 600 kbit/s (300 kbit/s acked), a loss-free feedback at 0, then with
+/// 5000 kbit/s acked a second feedback just inside the delayed-increase window (with 50 % loss
+/// or none) and a third at `third_at`; returns the estimates after the second and the third.
+fn estimates_across_the_delayed_increase_window(second_lossy: bool, third_at: Time) -> (Bitrate, Bitrate) {
     let mut p = Packets::default();
     let fb1 = p.received(Time::ZERO);
-    let fb2 = p.loss_50p(at(DELAYED_INCREASE_WINDOW - ms(2)));
-    let fb3 = p.received(at(DELAYED_INCREASE_WINDOW - ms(1)));
-    let mut e = bwe(config(true, true));
+    let fb2 = if second_lossy { p.loss_50p(at(DELAYED_INCREASE_WINDOW - ms(2))) } else { p.received(at(DELAYED_INCREASE_WINDOW - ms(1))) };
+    let fb3 = p.received(third_at);
+    let (mut e, _) = setup(config(true, true), kbps(600));
     let delay_based = kbps(5000);
-    e.set_bandwidth_estimate(kbps(600));
     e.set_acknowledged_bitrate(kbps(300));
     e.update(&fb1, delay_based, false);
     e.set_acknowledged_bitrate(kbps(5000));
     e.update(&fb2, delay_based, false);
     let estimate_2 = estimate(&e);
     e.update(&fb3, delay_based, false);
+    (estimate_2, estimate(&e))
+}
+
+#[test]
+fn estimate_bitrate_is_bounded_during_delayed_window_after_loss_based_bwe_backs_off() {
+    let (estimate_2, estimate_3) = estimates_across_the_delayed_increase_window(true, at(DELAYED_INCREASE_WINDOW - ms(1)));
     // Sent within the delayed increase window: no change.
-    assert_eq!(estimate(&e), estimate_2);
+    assert_eq!(estimate_3, estimate_2);
 }
 
 #[test]
 fn keep_increasing_estimate_after_delayed_increase_window() {
-    let mut p = Packets::default();
-    let fb1 = p.received(Time::ZERO);
-    let fb2 = p.received(at(DELAYED_INCREASE_WINDOW - ms(1)));
-    let fb3 = p.received(at(DELAYED_INCREASE_WINDOW + ms(1)));
-    let mut e = bwe(config(true, true));
-    let delay_based = kbps(5000);
-    e.set_bandwidth_estimate(kbps(600));
-    e.set_acknowledged_bitrate(kbps(300));
-    e.update(&fb1, delay_based, false);
-    e.set_acknowledged_bitrate(kbps(5000));
-    e.update(&fb2, delay_based, false);
-    let estimate_2 = estimate(&e);
-    e.update(&fb3, delay_based, false);
-    assert!(estimate(&e) >= estimate_2);
+    let (estimate_2, estimate_3) = estimates_across_the_delayed_increase_window(false, at(DELAYED_INCREASE_WINDOW + ms(1)));
+    assert!(estimate_3 >= estimate_2);
 }
-
