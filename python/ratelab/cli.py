@@ -37,11 +37,17 @@ set_option = click.option("--set", "overrides", multiple=True, metavar="KEY=VALU
 seed_option = click.option("--seed", type=int, default=1, show_default=True, help="Random seed (same seed, same results).")
 
 
+#: ``--debug``: print the traceback of a failing Python controller after its one-line error.
+_DEBUG = {"on": False}
+
+
 @click.group(context_settings=CONTEXT, invoke_without_command=True)
 @click.version_option(__version__, "-V", "--version", prog_name="ratelab")
+@click.option("--debug", is_flag=True, help="On an error in a Python controller, also print its traceback.")
 @click.pass_context
-def cli(ctx: click.Context) -> None:
+def cli(ctx: click.Context, debug: bool) -> None:
     """ratelab: compare congestion controllers for real-time video on a simulated bottleneck."""
+    _DEBUG["on"] = debug
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
 
@@ -126,12 +132,17 @@ def train_r3net(args: tuple[str, ...]) -> None:
 
 @cli.command("list")
 def list_cmd() -> None:
-    """List controllers and built-in scenarios, one per line."""
+    """List controllers (built-in and registered Python ones) and built-in scenarios, one per line."""
     from .native import core
 
     descriptions = builtin_descriptions()
     width = max(map(len, descriptions), default=0)
+    from .byo.loader import describe, registered
+
     controllers = core().controllers()
+    builtin = {c["name"] for c in controllers}
+    # Python controllers registered in the entry-point group `ratelab.controllers`.
+    controllers += [{"name": n, "summary": describe(n)} for n in sorted(registered()) if n not in builtin]
     width = max([width, *(len(c["name"]) for c in controllers)])
     for c in controllers:
         click.echo(f"controller  {c['name']:<{width}}  {c.get('summary', '')}")
@@ -520,6 +531,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return rv if isinstance(rv, int) else 0
     except InputError as exc:
         click.echo(exc.line(), err=True)
+        tb = getattr(exc, "traceback_text", "")
+        if tb and _DEBUG["on"]:
+            click.echo(tb.rstrip("\n"), err=True)
         return 2
     except click.exceptions.Exit as exc:
         return exc.exit_code

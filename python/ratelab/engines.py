@@ -29,6 +29,12 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
+def _export_base_dir() -> None:
+    """Workers resolve a Python controller's relative ``file.py:Class`` (and ``module:Class``
+    next to it) against the directory the sweep was started from, wherever their own cwd is."""
+    os.environ.setdefault("RATELAB_BASE_DIR", os.getcwd())
+
+
 def run_local(specs: Sequence[RunSpec], root: Path, workers: int | None = None) -> Iterator[dict[str, Any]]:
     """Run on a pool of ``workers`` processes (default: all cores); yields each run's summary.
 
@@ -36,6 +42,7 @@ def run_local(specs: Sequence[RunSpec], root: Path, workers: int | None = None) 
     finished are reported as ``{"status": "lost"}`` and stay pending for the next sweep.
     """
     workers = workers or default_workers()
+    _export_base_dir()
     method = "forkserver" if sys.platform.startswith("linux") else "spawn"
     ctx = multiprocessing.get_context(method)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
@@ -75,8 +82,10 @@ def run_ray(specs: Sequence[RunSpec], root: Path, address: str | None = None, wo
     except ImportError:
         raise InputError("--engine", "ray", "Ray is not installed (pip install 'ratelab[ray]')") from None
     started = False
+    _export_base_dir()
     if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False,
+                                  "runtime_env": {"env_vars": {"RATELAB_BASE_DIR": os.environ["RATELAB_BASE_DIR"]}}}
         if address:
             ray.init(address=address, **kwargs)
         else:
