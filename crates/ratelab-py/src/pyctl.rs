@@ -47,7 +47,8 @@ impl Shared {
     pub fn take_error(&self, py: Python<'_>) -> Option<PyErr> {
         let (message, err) = self.failure.lock().ok()?.take()?;
         let cause = err.as_ref().map(|e| e.value_bound(py).clone().into_any());
-        match py.import_bound(LOADER).and_then(|m| m.call_method1("_controller_error", (message.clone(), cause))) {
+        let tb = err.as_ref().and_then(|e| e.traceback_bound(py)).map(|t| t.into_any());
+        match py.import_bound(LOADER).and_then(|m| m.call_method1("_controller_error", (message.clone(), cause, tb))) {
             Ok(exc) => Some(PyErr::from_value_bound(exc)),
             Err(_) => Some(pyo3::exceptions::PyRuntimeError::new_err(message)),
         }
@@ -179,7 +180,9 @@ fn to_update(py: Python<'_>, api: &Api, v: &Bound<'_, PyAny>, next_probe_id: &mu
     let mut u = Update::default();
     let rate = |x: Option<f64>| x.map(Bitrate::from_bps_f64);
     if !v.is_instance_of::<PyBool>() && v.extract::<f64>().is_ok() {
-        u.target_rate = rate(number(v, "target rate", false)?);
+        // A bare number is the rate: target and pacing (as `Update::rates(x, 1.0)`).
+        u.target_rate = rate(number(v, "rate", false)?);
+        u.pacing_rate = u.target_rate;
         return Ok(u);
     }
     let mut set = |key: &str, val: &Bound<'_, PyAny>| -> Result<(), String> {

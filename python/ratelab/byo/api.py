@@ -105,8 +105,8 @@ class Probe:
 class Update:
     """What the controller asks of the sender; ``None`` keeps the previous value.
 
-    A method may also return None (nothing changes), a number (the target rate in bit/s) or a
-    dict with these keys. Rates must be finite and ≥ 0 (a NaN, negative or non-numeric value stops
+    A method may also return None (nothing changes), a number (the rate in bit/s: target and
+    pacing) or a dict with these keys. Rates must be finite and ≥ 0 (a NaN, negative or non-numeric value stops
     the run with an error naming the controller and the event); the target is clamped to the
     flow's ``[min_bps, max_bps]`` as for built-in controllers. ``cwnd_bytes = math.inf`` removes
     the window.

@@ -194,10 +194,12 @@ def _build(name: str, params_json: str, seed: int):
     return obj, side, tick, events, 1.0
 
 
-def _controller_error(message: str, exc: BaseException | None) -> ControllerError:
+def _controller_error(message: str, exc: BaseException | None, tb_obj: Any = None) -> ControllerError:
     """The exception the binding raises when a Python controller failed during a run."""
     import traceback
 
+    if exc is not None and tb_obj is not None:
+        exc = exc.with_traceback(tb_obj)
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)) if exc is not None else ""
     err = ControllerError(message, tb)
     err.__cause__ = exc
