@@ -153,31 +153,41 @@ def list_cmd() -> None:
 @cli.command()
 @click.option("-s", "--scenario", "scenarios", multiple=True, metavar="SCENARIO",
               help=f"Scenario to time; repeatable.  [default: {', '.join(BENCH_SCENARIOS)}]")
+@click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
+              help="Time with this controller on every media flow (built-in or Python); repeatable.  [default: as in the scenario]")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per scenario; the fastest counts.")
 @seed_option
 @click.option("--markdown", is_flag=True, help="Print a Markdown table (for docs/benchmarks.md).")
-def bench(scenarios: tuple[str, ...], repeat: int, seed: int, markdown: bool) -> None:
+def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], repeat: int, seed: int, markdown: bool) -> None:
     """Time the simulator: simulated packets per wall second and simulated seconds per wall second."""
     loaded = [load_scenario(s, ["metrics.packet_log=false"]) for s in (scenarios or BENCH_SCENARIOS)]
+    check_controllers(controllers)
+    choices: list[str | None] = list(controllers) or [None]
     for sc in loaded:
-        sc.validate()
+        for c in choices:
+            sc.validate(c)
     rows = []
-    with progress_bar(sum(sc.duration_s for sc in loaded) * repeat) as cb:
+    with progress_bar(sum(sc.duration_s for sc in loaded) * repeat * len(choices)) as cb:
         for sc in loaded:
-            best = min((run_scenario(sc, seed=seed, progress=cb).runs[0] for _ in range(repeat)), key=lambda r: r.wall_seconds)
-            rows.append((sc, best))
+            for c in choices:
+                runs = (run_scenario(sc, [c] if c else None, seed=seed, progress=cb).runs[0] for _ in range(repeat))
+                rows.append((sc, min(runs, key=lambda r: r.wall_seconds)))
     headers = ["scenario", "flows", "simulated (s)", "wall (s)", "packets", "packets / wall s", "sim speed"]
+    if controllers:
+        headers.insert(1, "controller")
     table = [
-        [sc.name, str(len(r.flows)), f"{r.duration_s:g}", f"{r.wall_seconds:.3f}", f"{r.packets:,}",
-         f"{r.packets / r.wall_seconds:,.0f}" if r.wall_seconds else "–", f"{r.sim_speed:,.0f}×"]
+        [sc.name, *([r.controller] if controllers else []), str(len(r.flows)), f"{r.duration_s:g}", f"{r.wall_seconds:.3f}",
+         f"{r.packets:,}", f"{r.packets / r.wall_seconds:,.0f}" if r.wall_seconds else "–", f"{r.sim_speed:,.0f}×"]
         for sc, r in rows
     ]
     if markdown:
-        command = " ".join(["ratelab bench", *(f"-s {s}" for s in scenarios), f"--repeat {repeat}", "--markdown"])
+        command = " ".join(["ratelab bench", *(f"-s {s}" for s in scenarios), *(f"-c {c}" for c in controllers),
+                            f"--repeat {repeat}", "--markdown"])
         click.echo(f"`{command}` — ratelab {__version__}, "
                    f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; packet log off; one core.\n")
         click.echo("| " + " | ".join(headers) + " |")
-        click.echo("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|")
+        left = 2 if controllers else 1
+        click.echo("|" + "|".join("---" if i < left else "---:" for i in range(len(headers))) + "|")
         for row in table:
             click.echo("| " + " | ".join(row) + " |")
         return

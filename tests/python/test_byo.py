@@ -328,3 +328,20 @@ def test_the_documented_controller_runs_with_run_sweep_and_live(core, cli, tmp_p
     r = cli("live", "run", "rmcat-5.1", "-c", "my_aimd.py:MyAimd", "--set", "duration_s=3", "--out", "l", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "l" / "my_aimd.py:MyAimd" / "series.parquet").is_file()
+
+
+def test_leaderboard_ranks_a_python_controller_like_a_builtin(core, user_dir, tmp_path):
+    from ratelab.leaderboard import leaderboard_plan, write_leaderboard
+    from ratelab.scenario import TRACE_DIR
+    from ratelab.sweep import campaign_root, plan_specs, run_sweep
+
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    src = TRACE_DIR / "opennetlab-4G_700kbps.csv"
+    (traces / src.name).write_bytes(src.read_bytes())
+    p = leaderboard_plan(traces, ["ratelab.examples.aimd:Aimd", "aimd"], 1, 5.0)
+    root = campaign_root(p, tmp_path / "lb")
+    res = run_sweep(p, root, workers=2, specs=plan_specs(p))
+    assert (res.done, res.failed) == (2, 0)
+    html = write_leaderboard(root, root / "lb.html").read_text()
+    assert "ratelab.examples.aimd:Aimd" in html and "aimd" in html

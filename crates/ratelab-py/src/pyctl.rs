@@ -46,6 +46,8 @@ impl Shared {
     /// The recorded failure as a `ratelab.byo.ControllerError` (None if nothing failed).
     pub fn take_error(&self, py: Python<'_>) -> Option<PyErr> {
         let (message, err) = self.failure.lock().ok()?.take()?;
+        // Ctrl-C while user code ran: an interrupt, not a controller error.
+        if let Some(e) = err.as_ref().filter(|e| e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)) { return Some(e.clone_ref(py)); }
         let cause = err.as_ref().map(|e| e.value_bound(py).clone().into_any());
         let tb = err.as_ref().and_then(|e| e.traceback_bound(py)).map(|t| t.into_any());
         match py.import_bound(LOADER).and_then(|m| m.call_method1("_controller_error", (message.clone(), cause, tb))) {
