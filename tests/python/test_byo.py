@@ -345,3 +345,22 @@ def test_leaderboard_ranks_a_python_controller_like_a_builtin(core, user_dir, tm
     assert (res.done, res.failed) == (2, 0)
     html = write_leaderboard(root, root / "lb.html").read_text()
     assert "ratelab.examples.aimd:Aimd" in html and "aimd" in html
+
+
+def test_gym_environment_takes_a_python_competitor(core, user_dir):
+    """`config={"competitor": ...}`: the competing media flow of the RL environment runs any
+    controller a scenario can name; its errors surface as in a run."""
+    pytest.importorskip("gymnasium")
+    from ratelab.rl.env import BandwidthEstimationEnv
+
+    cfg = {"duration_s": 2.0, "media_prob": 1.0, "tcp_prob": 0.0, "synthetic_prob": 1.0, "competitor": "my_cc.py:Noisy"}
+    env = BandwidthEstimationEnv(config=cfg, traces=None)
+    env.reset(seed=3)
+    assert env.episode()["media"] is True
+    for _ in range(10):
+        env.step(np.array([0.2], dtype=np.float32))
+    env = BandwidthEstimationEnv(config={**cfg, "competitor": "my_cc.py:Boom"}, traces=None)
+    env.reset(seed=3)
+    with pytest.raises(ratelab.ControllerError, match=r"my_cc\.py:Boom\.on_feedback at t=\d+\.\d{3} s: ZeroDivisionError"):
+        for _ in range(40):
+            env.step(np.array([0.2], dtype=np.float32))

@@ -173,6 +173,8 @@ impl Simulation {
 struct RlVecEnv {
     inner: ratelab_core::sim::env::VecEnv,
     n: usize,
+    /// Failures of a Python competitor controller (`EnvConfig::competitor`).
+    python: Arc<pyctl::Shared>,
 }
 
 fn rl_err(py: Python<'_>, e: ConfigError) -> PyErr { config_err(py, e) }
@@ -208,8 +210,10 @@ impl RlVecEnv {
                 }
             }
         }
-        let inner = guarded("env build", || VecEnv::new(cfg, parsed, num_envs, seed, threads, autoreset))?.map_err(|e| rl_err(py, e))?;
-        Ok(RlVecEnv { inner, n: num_envs })
+        let mut inner = guarded("env build", || VecEnv::new(cfg, parsed, num_envs, seed, threads, autoreset))?.map_err(|e| rl_err(py, e))?;
+        let python = Arc::new(pyctl::Shared::default());
+        inner.set_external(pyctl::factory(python.clone()));
+        Ok(RlVecEnv { inner, n: num_envs, python })
     }
 
     #[getter]
@@ -224,6 +228,7 @@ impl RlVecEnv {
         if let Some(s) = &seeds { if s.len() != self.n { return Err(PyValueError::new_err(format!("expected {} seeds, got {}", self.n, s.len()))); } }
         let inner = &mut self.inner;
         let res = py.allow_threads(|| catch_unwind(AssertUnwindSafe(|| inner.reset(seeds.as_deref())))).map_err(|_| panic_err("env reset"))?;
+        if let Some(e) = self.python.take_error(py) { return Err(e); }
         let outs = res.map_err(|e| rl_err(py, e))?;
         let obs: Vec<f32> = outs.iter().flat_map(|o| o.obs).collect();
         let raw: Vec<f64> = outs.iter().flat_map(raw_row).collect();
@@ -253,6 +258,7 @@ impl RlVecEnv {
             }
             Ok((obs, rew, term, trunc, fin, raw))
         }))).map_err(|_| panic_err("env step"))?;
+        if let Some(e) = self.python.take_error(py) { return Err(e); }
         let (obs, rew, term, trunc, fin, raw) = res.map_err(|e| rl_err(py, e))?;
         let n = self.n;
         let t = (
