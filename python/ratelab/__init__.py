@@ -22,12 +22,32 @@ def _version() -> str:
 
 __version__ = _version()
 
+from .byo import (  # noqa: E402
+    Constraints,
+    Controller,
+    ControllerError,
+    Feedback,
+    Probe,
+    ReceivedPackets,
+    ReceiverEstimator,
+    SentPacket,
+    Update,
+)
 from .errors import InputError  # noqa: E402
 from .runner import Interrupted, RunResult, ScenarioRun, run_scenario  # noqa: E402
 from .scenario import Scenario, builtin_names, load_scenario  # noqa: E402
 
 __all__ = [
     "__version__",
+    "Constraints",
+    "Controller",
+    "ControllerError",
+    "Feedback",
+    "Probe",
+    "ReceivedPackets",
+    "ReceiverEstimator",
+    "SentPacket",
+    "Update",
     "InputError",
     "Interrupted",
     "RunResult",

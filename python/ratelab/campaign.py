@@ -200,7 +200,12 @@ def _controllers(plan: Plan, known: list[str] | None) -> list[str]:
     names = _string_list(plan, "controllers", raw)
     for n in names:
         if n not in known:
-            raise InputError(plan.source, "controllers", f"unknown controller '{n}' (known: {', '.join(known)})")
+            from .byo.loader import check_name  # a Python controller (file.py:Class, module:Class, entry point)
+
+            try:
+                check_name(n, known)
+            except InputError as exc:
+                raise InputError(plan.source, "controllers", f"'{n}': {exc.message}") from None
     if not names:
         raise InputError(plan.source, "controllers", "empty")
     return list(dict.fromkeys(names))

@@ -37,11 +37,17 @@ set_option = click.option("--set", "overrides", multiple=True, metavar="KEY=VALU
 seed_option = click.option("--seed", type=int, default=1, show_default=True, help="Random seed (same seed, same results).")
 
 
+#: ``--debug``: print the traceback of a failing Python controller after its one-line error.
+_DEBUG = {"on": False}
+
+
 @click.group(context_settings=CONTEXT, invoke_without_command=True)
 @click.version_option(__version__, "-V", "--version", prog_name="ratelab")
+@click.option("--debug", is_flag=True, help="On an error in a Python controller, also print its traceback.")
 @click.pass_context
-def cli(ctx: click.Context) -> None:
+def cli(ctx: click.Context, debug: bool) -> None:
     """ratelab: compare congestion controllers for real-time video on a simulated bottleneck."""
+    _DEBUG["on"] = debug
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
 
@@ -126,12 +132,17 @@ def train_r3net(args: tuple[str, ...]) -> None:
 
 @cli.command("list")
 def list_cmd() -> None:
-    """List controllers and built-in scenarios, one per line."""
+    """List controllers (built-in and registered Python ones) and built-in scenarios, one per line."""
     from .native import core
 
     descriptions = builtin_descriptions()
     width = max(map(len, descriptions), default=0)
+    from .byo.loader import describe, registered
+
     controllers = core().controllers()
+    builtin = {c["name"] for c in controllers}
+    # Python controllers registered in the entry-point group `ratelab.controllers`.
+    controllers += [{"name": n, "summary": describe(n)} for n in sorted(registered()) if n not in builtin]
     width = max([width, *(len(c["name"]) for c in controllers)])
     for c in controllers:
         click.echo(f"controller  {c['name']:<{width}}  {c.get('summary', '')}")
@@ -142,31 +153,41 @@ def list_cmd() -> None:
 @cli.command()
 @click.option("-s", "--scenario", "scenarios", multiple=True, metavar="SCENARIO",
               help=f"Scenario to time; repeatable.  [default: {', '.join(BENCH_SCENARIOS)}]")
+@click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
+              help="Time with this controller on every media flow (built-in or Python); repeatable.  [default: as in the scenario]")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per scenario; the fastest counts.")
 @seed_option
 @click.option("--markdown", is_flag=True, help="Print a Markdown table (for docs/benchmarks.md).")
-def bench(scenarios: tuple[str, ...], repeat: int, seed: int, markdown: bool) -> None:
+def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], repeat: int, seed: int, markdown: bool) -> None:
     """Time the simulator: simulated packets per wall second and simulated seconds per wall second."""
     loaded = [load_scenario(s, ["metrics.packet_log=false"]) for s in (scenarios or BENCH_SCENARIOS)]
+    check_controllers(controllers)
+    choices: list[str | None] = list(controllers) or [None]
     for sc in loaded:
-        sc.validate()
+        for c in choices:
+            sc.validate(c)
     rows = []
-    with progress_bar(sum(sc.duration_s for sc in loaded) * repeat) as cb:
+    with progress_bar(sum(sc.duration_s for sc in loaded) * repeat * len(choices)) as cb:
         for sc in loaded:
-            best = min((run_scenario(sc, seed=seed, progress=cb).runs[0] for _ in range(repeat)), key=lambda r: r.wall_seconds)
-            rows.append((sc, best))
+            for c in choices:
+                runs = (run_scenario(sc, [c] if c else None, seed=seed, progress=cb).runs[0] for _ in range(repeat))
+                rows.append((sc, min(runs, key=lambda r: r.wall_seconds)))
     headers = ["scenario", "flows", "simulated (s)", "wall (s)", "packets", "packets / wall s", "sim speed"]
+    if controllers:
+        headers.insert(1, "controller")
     table = [
-        [sc.name, str(len(r.flows)), f"{r.duration_s:g}", f"{r.wall_seconds:.3f}", f"{r.packets:,}",
-         f"{r.packets / r.wall_seconds:,.0f}" if r.wall_seconds else "–", f"{r.sim_speed:,.0f}×"]
+        [sc.name, *([r.controller] if controllers else []), str(len(r.flows)), f"{r.duration_s:g}", f"{r.wall_seconds:.3f}",
+         f"{r.packets:,}", f"{r.packets / r.wall_seconds:,.0f}" if r.wall_seconds else "–", f"{r.sim_speed:,.0f}×"]
         for sc, r in rows
     ]
     if markdown:
-        command = " ".join(["ratelab bench", *(f"-s {s}" for s in scenarios), f"--repeat {repeat}", "--markdown"])
+        command = " ".join(["ratelab bench", *(f"-s {s}" for s in scenarios), *(f"-c {c}" for c in controllers),
+                            f"--repeat {repeat}", "--markdown"])
         click.echo(f"`{command}` — ratelab {__version__}, "
                    f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; packet log off; one core.\n")
         click.echo("| " + " | ".join(headers) + " |")
-        click.echo("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|")
+        left = 2 if controllers else 1
+        click.echo("|" + "|".join("---" if i < left else "---:" for i in range(len(headers))) + "|")
         for row in table:
             click.echo("| " + " | ".join(row) + " |")
         return
@@ -520,6 +541,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return rv if isinstance(rv, int) else 0
     except InputError as exc:
         click.echo(exc.line(), err=True)
+        tb = getattr(exc, "traceback_text", "")
+        if tb and _DEBUG["on"]:
+            click.echo(tb.rstrip("\n"), err=True)
         return 2
     except click.exceptions.Exit as exc:
         return exc.exit_code

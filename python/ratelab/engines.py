@@ -29,6 +29,12 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
+def _base_dir() -> str:
+    """Workers resolve a Python controller's relative ``file.py:Class`` (and ``module:Class``
+    next to it) against the directory the sweep was started from, wherever their own cwd is."""
+    return os.environ.get("RATELAB_BASE_DIR") or os.getcwd()
+
+
 def run_local(specs: Sequence[RunSpec], root: Path, workers: int | None = None) -> Iterator[dict[str, Any]]:
     """Run on a pool of ``workers`` processes (default: all cores); yields each run's summary.
 
@@ -36,6 +42,7 @@ def run_local(specs: Sequence[RunSpec], root: Path, workers: int | None = None) 
     finished are reported as ``{"status": "lost"}`` and stay pending for the next sweep.
     """
     workers = workers or default_workers()
+    base = _base_dir()
     method = "forkserver" if sys.platform.startswith("linux") else "spawn"
     ctx = multiprocessing.get_context(method)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
@@ -48,7 +55,7 @@ def run_local(specs: Sequence[RunSpec], root: Path, workers: int | None = None) 
             while todo and len(running) < 2 * workers:
                 s = todo.pop()
                 try:
-                    running[pool.submit(execute_run, s.to_dict(), str(root))] = s
+                    running[pool.submit(execute_run, s.to_dict(), str(root), base)] = s
                 except BrokenProcessPool:  # a worker died earlier: the rest waits for the next sweep
                     for lost in [s, *todo[::-1]]:
                         yield {"run_id": lost.run_id, "status": "lost", "error": "a worker process died"}
@@ -75,6 +82,7 @@ def run_ray(specs: Sequence[RunSpec], root: Path, address: str | None = None, wo
     except ImportError:
         raise InputError("--engine", "ray", "Ray is not installed (pip install 'ratelab[ray]')") from None
     started = False
+    base = _base_dir()
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
         if address:
@@ -85,7 +93,7 @@ def run_ray(specs: Sequence[RunSpec], root: Path, address: str | None = None, wo
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(execute_run)
         root_s = str(Path(root).resolve())
-        pending = {task.remote(s.to_dict(), root_s): s for s in specs}
+        pending = {task.remote(s.to_dict(), root_s, base): s for s in specs}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 
 from .errors import InputError, from_core
 from .native import core, core_errors
-from .runner import Interrupted, ParquetSink, RunResult, ScenarioRun, unique_name, check_controllers, prepare_runs
+from .runner import Interrupted, ParquetSink, RunResult, ScenarioRun, check_controllers, folder_name, prepare_runs, unique_name
 from .scenario import Scenario, load_scenario, resolve_trace
 
 FEEDBACK_FORMATS = ("twcc", "rfc8888")
@@ -64,7 +64,7 @@ def run_live(
                 import sys
 
                 print(f"live: {sc.name} · {label}: {sc.duration_s:g} s in real time ...", file=sys.stderr, flush=True)
-            result.runs.append(_run_one(sc, doc, choice, label, name, seed, out / name if out else None, feedback,
+            result.runs.append(_run_one(sc, doc, choice, label, name, seed, out / folder_name(name) if out else None, feedback,
                                        str(capture) if capture is not None else None))
     except KeyboardInterrupt:
         result.interrupted = True

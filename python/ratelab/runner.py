@@ -206,7 +206,7 @@ def run_scenario(
                 label = choice or "+".join(sc.media_controllers()) or "scenario"
                 name = unique_name(label, names)
                 names.append(name)
-                run_dir = out / name if out is not None else None
+                run_dir = out / folder_name(name) if out is not None else None
                 result.runs.append(_run_one(sc, doc, choice, label, name, seed, run_dir, on_progress))
         except KeyboardInterrupt:
             result.interrupted = True
@@ -236,13 +236,16 @@ def prepare_runs(scenario: Scenario | str | Path, controllers: Sequence[str] | N
 
 
 def check_controllers(names: Iterable[str]) -> None:
+    """Every name is a built-in controller or a Python controller that can be found
+    (``file.py:Class``, ``module:Class``, an entry point); else one :class:`InputError` line."""
     names = list(names)
     if not names:
         return
+    from .byo.loader import check_name
+
     known = controller_names()
     for n in names:
-        if n not in known:
-            raise InputError("-c", n, f"unknown controller (known: {', '.join(known)})")
+        check_name(n, known)
 
 
 def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: str, seed: int,
@@ -291,6 +294,12 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
         raise
     return RunResult.from_summary(summary, name=name, controller=controller or label, wall=wall, duration=duration,
                                   dir=run_dir)
+
+
+def folder_name(name: str) -> str:
+    """A run's folder under ``--out``: the controller's name without path separators (a Python
+    controller's name may be ``path/to/my_cc.py:MyCC``)."""
+    return "".join("_" if c in "/\\" else c for c in name).lstrip(".") or "run"
 
 
 def unique_name(name: str, taken: list[str]) -> str:

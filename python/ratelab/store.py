@@ -95,12 +95,16 @@ def read_provenance(path: str | Path) -> dict[str, str]:
 
 # --- one run --------------------------------------------------------------------------------
 
-def execute_run(spec: RunSpec | dict[str, Any], root: str | Path) -> dict[str, Any]:
+def execute_run(spec: RunSpec | dict[str, Any], root: str | Path, base_dir: str | None = None) -> dict[str, Any]:
     """Run one campaign run and commit its folder; never raises for a failing run.
 
     Called in worker processes (local pool or Ray tasks): writes its own files and returns only a
-    small summary ``{"run_id", "status": "done"|"failed"|"skipped", "wall_s", ...}``.
+    small summary ``{"run_id", "status": "done"|"failed"|"skipped", "wall_s", ...}``. ``base_dir``:
+    where the sweep started, for Python controllers named by a relative path (the worker's own
+    directory may differ, e.g. on Ray).
     """
+    if base_dir is not None:
+        os.environ["RATELAB_BASE_DIR"] = base_dir
     if isinstance(spec, dict):
         spec = RunSpec.from_dict(spec)
     root = Path(root)

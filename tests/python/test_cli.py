@@ -235,7 +235,8 @@ def test_fake_bad_input_one_line(fake_core, capsys):
     assert cli_mod.main(["run", "lcc-loss", "--set", "link.capacity_kbps=-5"]) == 2
     assert capsys.readouterr().err == "error: lcc-loss: link.capacity_kbps: must be > 0, got -5\n"
     assert cli_mod.main(["run", "lcc-loss", "-c", "nope"]) == 2
-    assert capsys.readouterr().err == "error: -c: nope: unknown controller (known: gcc, fixed, oracle)\n"
+    assert capsys.readouterr().err == ("error: -c: nope: unknown controller (known: gcc, fixed, oracle; or path/to/file.py:Class, "
+                                       "package.module:Class, a name registered in 'ratelab.controllers')\n")
 
 
 def test_fake_demo_and_list(fake_core, tmp_path, capsys, monkeypatch):

@@ -81,7 +81,7 @@ def test_deterministic_for_a_seed(fake_core, tmp_path):
 def test_bad_input_before_any_run(fake_core, tmp_path):
     with pytest.raises(InputError) as e:
         run_scenario("lcc-loss", ["gcc", "nope"], out_dir=tmp_path)
-    assert e.value.line().startswith("error: -c: nope: unknown controller (known: gcc, fixed, oracle)")
+    assert e.value.line().startswith("error: -c: nope: unknown controller (known: gcc, fixed, oracle; or path/to/file.py:Class")
     assert not (tmp_path / "gcc").exists()
     with pytest.raises(InputError) as e:
         run_scenario("lcc-loss", out_dir=tmp_path, overrides=["link.capacity_kbps=-5"])

@@ -30,6 +30,9 @@ impl StopFlag {
     pub fn new() -> Self { Self::default() }
     pub fn raise(&self) { self.0.store(true, Ordering::SeqCst) }
     pub fn is_raised(&self) -> bool { self.0.load(Ordering::Relaxed) }
+    /// The flag itself, for a component that stops the run from outside (a failing user
+    /// controller in the binding).
+    pub fn shared(&self) -> Arc<AtomicBool> { self.0.clone() }
 }
 
 /// Summary of a distribution (count, mean, percentiles, max) in the unit recorded.

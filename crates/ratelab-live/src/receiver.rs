@@ -11,7 +11,7 @@ use crate::net::{self, LiveClock};
 use crate::payload::{MediaHeader, IP_UDP_OVERHEAD};
 use crate::{Quantiles, StopFlag};
 use ratelab_core::controller::{ReceivedPacket, ReceiverEstimator};
-use ratelab_core::controllers::{self, BuildContext};
+use ratelab_core::controllers::{self, BuildContext, ExternalFactory};
 use ratelab_core::feedback::generator::{FeedbackGenerator, FeedbackReport, GeneratorMode};
 use ratelab_core::media::receiver::FrameReceiver;
 use ratelab_core::metrics::FlowMetrics;
@@ -153,10 +153,17 @@ impl Receiver {
     /// `flow`: feedback mode and interval, and the controller whose receiver-side part (if any)
     /// runs here. `peer`: the only address accepted (None: the first RTP sender).
     pub fn new(flow: &FlowConfig, opts: ReceiverOptions, listen: SocketAddr, peer: Option<SocketAddr>, clock: LiveClock, seed: u64, stop: StopFlag) -> Result<Receiver, String> {
+        Self::new_ext(flow, opts, listen, peer, clock, seed, stop, None)
+    }
+
+    /// [`Receiver::new`] with a factory for controllers built outside the core (Python classes).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_ext(flow: &FlowConfig, opts: ReceiverOptions, listen: SocketAddr, peer: Option<SocketAddr>, clock: LiveClock, seed: u64, stop: StopFlag, external: Option<ExternalFactory>) -> Result<Receiver, String> {
         let mode = match flow.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
         let feedback = FeedbackGenerator::new(mode, Duration::from_ms_f64(flow.feedback.interval_ms));
         let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(seed, 1000 + opts.flow_id));
         cx.read_file = Some(net::file_reader());
+        cx.external = external;
         // Only a receiver-side estimator matters here. A controller that cannot be built on this
         // side (the `oracle` needs the emulated capacity) has none; the sender, which builds the
         // same controller, reports real configuration errors.

@@ -20,6 +20,7 @@ use crate::net::LiveClock;
 use crate::receiver::{FeedbackFormat, Receiver, ReceiverOptions, ReceiverResult, ReceiverStats};
 use crate::sender::{Sender, SenderOptions, SenderResult, SenderStats};
 use crate::StopFlag;
+use ratelab_core::controllers::ExternalFactory;
 use ratelab_core::metrics::{FlowMetrics, PacketLog, ReturnPathCounters, SeriesLog};
 use ratelab_core::network::capacity::CapacitySchedule;
 use ratelab_core::scenario::{FlowKind, Scenario};
@@ -37,7 +38,7 @@ pub const MAX_FLOWS: usize = 32;
 /// SSRC of flow `id`'s media: one per flow, so that a capture tells them apart.
 pub fn flow_ssrc(id: u32) -> u32 { SenderOptions::default().ssrc.wrapping_add(id) }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct LiveRunOptions {
     pub seed: u64,
     /// Replaces the controller of every media flow (as `ratelab run -c`).
@@ -48,10 +49,12 @@ pub struct LiveRunOptions {
     pub stop: StopFlag,
     /// pcap file for everything the emulator receives (RTP and RTCP of the run).
     pub capture: Option<String>,
+    /// Controllers built outside the core (the binding's Python classes).
+    pub external: Option<ExternalFactory>,
 }
 
 impl Default for LiveRunOptions {
-    fn default() -> Self { LiveRunOptions { seed: 1, controller: None, format: FeedbackFormat::Twcc, drain_s: 1.0, stop: StopFlag::new(), capture: None } }
+    fn default() -> Self { LiveRunOptions { seed: 1, controller: None, format: FeedbackFormat::Twcc, drain_s: 1.0, stop: StopFlag::new(), capture: None, external: None } }
 }
 
 /// What one flow's two ends measured.
@@ -134,17 +137,17 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         fc.params = s.params.clone();
         let field = format!("flows[{}]", s.index);
         let ssrc = flow_ssrc(s.info.id);
-        let recv = Receiver::new(&fc, ReceiverOptions {
+        let recv = Receiver::new_ext(&fc, ReceiverOptions {
             format: o.format, ssrc, first_packet_timeout_s: s.info.start_s + 30.0, silence_timeout_s: 10.0,
             max_duration_s: sc.duration_s + o.drain_s + 5.0, base_delay_ms: Some(s.fwd_delay.as_ms_f64()), series_interval_ms: iv_ms,
             packet_log: sc.metrics.packet_log, count_until_s: Some(end.as_secs_f64()),
             return_delay_ms: Some(s.ret_delay.as_ms_f64()), flow_id: s.info.id as u64, ..Default::default()
-        }, loopback(), Some(emu_addr), clock, o.seed, inner_stop.clone()).map_err(|e| ConfigError::new("", e))?;
+        }, loopback(), Some(emu_addr), clock, o.seed, inner_stop.clone(), o.external.clone()).map_err(|e| ConfigError::new("", e))?;
         let share = fair_share(capacities[s.info.direction.index()].clone(), windows.clone(), s.info.direction);
-        let send = Sender::new(&fc, SenderOptions {
+        let send = Sender::new_ext(&fc, SenderOptions {
             duration_s: (s.stop - s.start).as_secs_f64(), start_s: s.info.start_s, seed: o.seed, series_interval_ms: iv_ms,
             packet_log: sc.metrics.packet_log, flow_id: s.info.id as u64, ssrc, ..Default::default()
-        }, loopback(), emu_addr, clock, Some(share), o.stop.clone()).map_err(|e| ConfigError::new(field, e))?;
+        }, loopback(), emu_addr, clock, Some(share), o.stop.clone(), o.external.clone()).map_err(|e| ConfigError::new(field, e))?;
         let (Some(ra), Some(sa)) = (recv.local_addr(), send.local_addr()) else { return Err(ConfigError::new("", "a live socket has no address")) };
         routes.push(Route { sender: Some(sa), receiver: ra, direction: s.info.direction, data_delay: s.fwd_delay, return_delay: s.ret_delay });
         receivers.push(recv);

@@ -8,7 +8,7 @@
 use crate::net::{self, LiveClock};
 use crate::payload::{self, MediaHeader, IP_UDP_OVERHEAD, MIN_DATAGRAM};
 use crate::{Quantiles, StopFlag};
-use ratelab_core::controllers::BuildContext;
+use ratelab_core::controllers::{BuildContext, ExternalFactory};
 use ratelab_core::media::encoder::packetize;
 use ratelab_core::media::pacer::QueuedPacket;
 use ratelab_core::network::packet::Payload;
@@ -130,11 +130,18 @@ impl Sender {
     /// media flow) and bind `bind`. `fair_share`: the flow's share of the emulated bottleneck
     /// over time (`sim::build::fair_share`), only for the `oracle`.
     pub fn new(flow: &FlowConfig, opts: SenderOptions, bind: SocketAddr, peer: SocketAddr, clock: LiveClock, fair_share: Option<FairShare>, stop: StopFlag) -> Result<Sender, String> {
+        Self::new_ext(flow, opts, bind, peer, clock, fair_share, stop, None)
+    }
+
+    /// [`Sender::new`] with a factory for controllers built outside the core (Python classes).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_ext(flow: &FlowConfig, opts: SenderOptions, bind: SocketAddr, peer: SocketAddr, clock: LiveClock, fair_share: Option<FairShare>, stop: StopFlag, external: Option<ExternalFactory>) -> Result<Sender, String> {
         if !(1..=14).contains(&opts.tw_ext_id) { return Err(ConfigError::new("tw_ext_id", "must be in 1..=14").to_string()); }
         if !(opts.duration_s.is_finite() && opts.duration_s > 0.0) { return Err(ConfigError::new("duration_s", "must be > 0").to_string()); }
         let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(opts.seed, 1000 + opts.flow_id));
         cx.fair_share = fair_share;
         cx.read_file = Some(net::file_reader());
+        cx.external = external;
         let flow_state = build_media_flow(flow, "flow", &flow.controller, &flow.params, &cx, opts.seed, opts.flow_id).map_err(|e| e.to_string())?;
         let sock = net::bind(bind).map_err(|e| format!("cannot bind {bind}: {e}"))?;
         Ok(Sender { sock, peer, clock, flow: flow_state, opts, stop })

@@ -9,11 +9,13 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use ratelab_core::scenario::Scenario;
-use ratelab_core::sim::{build_simulation_with, Simulation as CoreSim};
+use ratelab_core::sim::{build_simulation_ext, Simulation as CoreSim};
+use std::sync::Arc;
 use ratelab_core::{ConfigError, Time};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod live;
+mod pyctl;
 
 create_exception!(_core, ScenarioError, PyValueError, "A scenario field is invalid (attributes: field, message).");
 create_exception!(_core, TraceError, PyValueError, "A trace file cannot be used (attributes: path, line, message).");
@@ -101,12 +103,15 @@ fn controllers(py: Python<'_>) -> PyResult<Vec<PyObject>> {
 #[pyo3(signature = (scenario_json, controller=None))]
 fn validate_scenario(py: Python<'_>, scenario_json: &str, controller: Option<&str>) -> PyResult<()> {
     let sc = load_scenario(py, scenario_json)?;
-    guarded("scenario validation", || build_simulation_with(&sc, 1, controller, Some(file_reader())).map(|_| ()))?.map_err(|e| config_err(py, e))
+    let shared = Arc::new(pyctl::Shared::default());
+    guarded("scenario validation", || build_simulation_ext(&sc, 1, controller, Some(file_reader()), Some(pyctl::factory(shared))).map(|_| ()))?.map_err(|e| config_err(py, e))
 }
 
 #[pyclass(module = "ratelab._core")]
 struct Simulation {
     inner: CoreSim,
+    /// Failures of the run's Python controllers (none built: never looked at).
+    python: Arc<pyctl::Shared>,
 }
 
 #[pymethods]
@@ -115,8 +120,11 @@ impl Simulation {
     #[pyo3(signature = (scenario_json, seed=1, controller=None))]
     fn new(py: Python<'_>, scenario_json: &str, seed: u64, controller: Option<&str>) -> PyResult<Self> {
         let sc = load_scenario(py, scenario_json)?;
-        let inner = guarded("scenario build", || build_simulation_with(&sc, seed, controller, Some(file_reader())))?.map_err(|e| config_err(py, e))?;
-        Ok(Simulation { inner })
+        let python = Arc::new(pyctl::Shared::default());
+        let ext = pyctl::factory(python.clone());
+        let mut inner = guarded("scenario build", || build_simulation_ext(&sc, seed, controller, Some(file_reader()), Some(ext)))?.map_err(|e| config_err(py, e))?;
+        if python.any_built() { inner.set_abort(python.abort.clone()); }
+        Ok(Simulation { inner, python })
     }
 
     #[getter]
@@ -141,7 +149,9 @@ impl Simulation {
             None => self.inner.end(),
         };
         let inner = &mut self.inner;
-        py.allow_threads(|| catch_unwind(AssertUnwindSafe(|| inner.run_until(t)))).map_err(|_| panic_err("simulation"))
+        let done = py.allow_threads(|| catch_unwind(AssertUnwindSafe(|| inner.run_until(t)))).map_err(|_| panic_err("simulation"))?;
+        if let Some(e) = self.python.take_error(py) { return Err(e); }
+        Ok(done)
     }
 
     /// Drain the per-packet log: columns as numpy arrays.
@@ -163,6 +173,8 @@ impl Simulation {
 struct RlVecEnv {
     inner: ratelab_core::sim::env::VecEnv,
     n: usize,
+    /// Failures of a Python competitor controller (`EnvConfig::competitor`).
+    python: Arc<pyctl::Shared>,
 }
 
 fn rl_err(py: Python<'_>, e: ConfigError) -> PyErr { config_err(py, e) }
@@ -198,8 +210,10 @@ impl RlVecEnv {
                 }
             }
         }
-        let inner = guarded("env build", || VecEnv::new(cfg, parsed, num_envs, seed, threads, autoreset))?.map_err(|e| rl_err(py, e))?;
-        Ok(RlVecEnv { inner, n: num_envs })
+        let mut inner = guarded("env build", || VecEnv::new(cfg, parsed, num_envs, seed, threads, autoreset))?.map_err(|e| rl_err(py, e))?;
+        let python = Arc::new(pyctl::Shared::default());
+        inner.set_external(pyctl::factory(python.clone()));
+        Ok(RlVecEnv { inner, n: num_envs, python })
     }
 
     #[getter]
@@ -214,6 +228,7 @@ impl RlVecEnv {
         if let Some(s) = &seeds { if s.len() != self.n { return Err(PyValueError::new_err(format!("expected {} seeds, got {}", self.n, s.len()))); } }
         let inner = &mut self.inner;
         let res = py.allow_threads(|| catch_unwind(AssertUnwindSafe(|| inner.reset(seeds.as_deref())))).map_err(|_| panic_err("env reset"))?;
+        if let Some(e) = self.python.take_error(py) { return Err(e); }
         let outs = res.map_err(|e| rl_err(py, e))?;
         let obs: Vec<f32> = outs.iter().flat_map(|o| o.obs).collect();
         let raw: Vec<f64> = outs.iter().flat_map(raw_row).collect();
@@ -243,6 +258,7 @@ impl RlVecEnv {
             }
             Ok((obs, rew, term, trunc, fin, raw))
         }))).map_err(|_| panic_err("env step"))?;
+        if let Some(e) = self.python.take_error(py) { return Err(e); }
         let (obs, rew, term, trunc, fin, raw) = res.map_err(|e| rl_err(py, e))?;
         let n = self.n;
         let t = (

@@ -3,6 +3,7 @@
 //! checks for Ctrl-C every 100 ms; on an interrupt it raises the component's stop flag, waits for
 //! it to wind down, and re-raises.
 
+use crate::pyctl::{factory, Shared};
 use crate::{config_err, guarded, json_to_py, load_scenario, panic_err, read_trace};
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -80,8 +81,12 @@ fn to_py<T: serde::Serialize>(py: Python<'_>, v: &T) -> PyResult<PyObject> {
 pub fn live_run(py: Python<'_>, scenario_json: &str, seed: u64, controller: Option<String>, feedback: &str, capture: Option<String>) -> PyResult<PyObject> {
     let sc = load_scenario(py, scenario_json)?;
     let stop = StopFlag::new();
-    let o = LiveRunOptions { seed, controller, format: format_of(feedback)?, stop: stop.clone(), capture, ..Default::default() };
-    let r = run_interruptible(py, "live-run", stop, false, move || core_live_run(&sc, &o))?.map_err(|e| config_err(py, e))?;
+    let python = Shared::with_abort(stop.shared());
+    let external = Some(factory(python.clone()));
+    let o = LiveRunOptions { seed, controller, format: format_of(feedback)?, stop: stop.clone(), capture, external, ..Default::default() };
+    let r = run_interruptible(py, "live-run", stop, false, move || core_live_run(&sc, &o))?;
+    if let Some(e) = python.take_error(py) { return Err(e); }
+    let r = r.map_err(|e| config_err(py, e))?;
     let d = PyDict::new_bound(py);
     d.set_item("summary", to_py(py, &r.summary)?)?;
     d.set_item("details", to_py(py, &r.details)?)?;
@@ -100,10 +105,13 @@ pub fn live_send(py: Python<'_>, to: &str, flow_json: &str, options_json: &str, 
     let (peer, bind) = (addr(to)?, addr(bind)?);
     let stop = StopFlag::new();
     let name = flow.controller.clone();
-    let s = guarded("live sender setup", || Sender::new(&flow, opts, bind, peer, LiveClock::new(), None, stop.clone()))?.map_err(|e| {
+    let python = Shared::with_abort(stop.shared());
+    let ext = Some(factory(python.clone()));
+    let s = guarded("live sender setup", || Sender::new_ext(&flow, opts, bind, peer, LiveClock::new(), None, stop.clone(), ext))?.map_err(|e| {
         if e.starts_with("cannot bind") { PyOSError::new_err(e) } else { PyValueError::new_err(e) }
     })?;
     let r = run_interruptible(py, "sender", stop, true, move || s.run(&name))?;
+    if let Some(e) = python.take_error(py) { return Err(e); }
     to_py(py, &r.stats)
 }
 
@@ -116,8 +124,11 @@ pub fn live_recv(py: Python<'_>, listen: &str, flow_json: &str, options_json: &s
     let listen = addr(listen)?;
     let peer = peer.map(addr).transpose()?;
     let stop = StopFlag::new();
-    let r = guarded("live receiver setup", || Receiver::new(&flow, opts, listen, peer, LiveClock::new(), 1, stop.clone()))?.map_err(PyOSError::new_err)?;
+    let python = Shared::with_abort(stop.shared());
+    let ext = Some(factory(python.clone()));
+    let r = guarded("live receiver setup", || Receiver::new_ext(&flow, opts, listen, peer, LiveClock::new(), 1, stop.clone(), ext))?.map_err(PyOSError::new_err)?;
     let res = run_interruptible(py, "receiver", stop, true, move || r.run())?;
+    if let Some(e) = python.take_error(py) { return Err(e); }
     to_py(py, &res.stats)
 }
 

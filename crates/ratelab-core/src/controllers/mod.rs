@@ -39,13 +39,20 @@ pub struct BuildContext {
     /// File access injected by the driver (the core itself does no I/O): reads a file a
     /// parameter names, e.g. an ONNX model. `None`: such parameters are an error.
     pub read_file: Option<FileReader>,
+    /// Controllers built outside the core (e.g. Python classes, by the binding), tried for a
+    /// name the registry does not know. Keeps the core free of any foreign runtime.
+    pub external: Option<ExternalFactory>,
 }
 
 /// Reads a whole file by path; the error is a message for the user.
 pub type FileReader = Arc<dyn Fn(&str) -> Result<Vec<u8>, String> + Send + Sync>;
 
+/// Builds a controller the registry does not know, by name and parameters: `None` when the
+/// name is not one of its own either (then the name is reported as unknown).
+pub type ExternalFactory = Arc<dyn Fn(&str, &serde_json::Value, &BuildContext) -> Option<Result<Built, ConfigError>> + Send + Sync>;
+
 impl BuildContext {
-    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None, read_file: None } }
+    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None, read_file: None, external: None } }
 }
 
 /// A constructed controller: the sender part, plus a receiver part for receiver-side estimators.
@@ -195,6 +202,9 @@ pub fn find(name: &str) -> Option<&'static Entry> { registry().iter().find(|e| e
 
 /// Build a controller by name. `params` is a JSON object (or null for defaults).
 pub fn build(name: &str, params: &serde_json::Value, cx: &BuildContext) -> Result<Built, ConfigError> {
+    if find(name).is_none() {
+        if let Some(built) = cx.external.as_ref().and_then(|f| f(name, params, cx)) { return built; }
+    }
     let entry = find(name).ok_or_else(|| {
         let names: Vec<&str> = registry().iter().map(|e| e.name).collect();
         ConfigError::new("controller", format!("unknown controller '{name}' (known: {})", names.join(", ")))
@@ -291,5 +301,24 @@ mod tests {
             assert!(err.to_string().contains("no_such_param"), "{}", err);
         }
         assert!(build("nope", &serde_json::Value::Null, &cx).is_err());
+    }
+
+    #[test]
+    fn external_factory_builds_unknown_names_only() {
+        let mut cx = BuildContext::new(1);
+        cx.external = Some(Arc::new(|name: &str, p: &serde_json::Value, cx: &BuildContext| {
+            (name == "ext").then(|| {
+                let rate = p.get("kbps").and_then(|v| v.as_f64()).unwrap_or(100.0);
+                assert_eq!(cx.seed, 1);
+                Ok(Built::sender(fixed::Fixed::new(parse_params(&serde_json::json!({"rate_kbps": rate}))?)))
+            })
+        }));
+        let mut b = build("ext", &serde_json::json!({"kbps": 700.0}), &cx).unwrap();
+        let c = Constraints::default();
+        assert_eq!(b.sender.on_start(Time::ZERO, c).target_rate, Some(Bitrate::from_kbps(700)));
+        // a registry name is never handed to the factory
+        assert!(build("fixed", &serde_json::Value::Null, &cx).is_ok());
+        let err = build("nope", &serde_json::Value::Null, &cx).err().unwrap();
+        assert!(err.to_string().contains("unknown controller 'nope'"), "{err}");
     }
 }

@@ -5,7 +5,7 @@ use super::tcp_flow::{OnOff, TcpFlow};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use super::{Event, Flow, FlowInfo, FlowState, Simulation};
 use crate::controller::Constraints;
-use crate::controllers::{self, BuildContext, FileReader};
+use crate::controllers::{self, BuildContext, ExternalFactory, FileReader};
 use crate::error::ConfigError;
 use crate::feedback::generator::{FeedbackGenerator, GeneratorMode};
 use crate::feedback::history::SendHistory;
@@ -151,6 +151,12 @@ pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&s
 
 /// [`build_simulation`] with a file reader for parameters that name files (ONNX models).
 pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Option<&str>, read_file: Option<FileReader>) -> Result<Simulation, ConfigError> {
+    build_simulation_ext(sc, seed, controller_override, read_file, None)
+}
+
+/// [`build_simulation_with`] plus a factory for controllers built outside the core (the Python
+/// binding's user classes), tried for names the registry does not know.
+pub fn build_simulation_ext(sc: &Scenario, seed: u64, controller_override: Option<&str>, read_file: Option<FileReader>, external: Option<ExternalFactory>) -> Result<Simulation, ConfigError> {
     sc.validate()?;
     let end = Time::from_secs_f64(sc.duration_s);
     // Link sections by direction: [forward, reverse (RFC 8867 5.3)].
@@ -175,6 +181,7 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
             FlowKind::Media => {
                 let mut cx = BuildContext::new(derive_seed(seed, 1000 + id as u64));
                 cx.read_file = read_file.clone();
+                cx.external = external.clone();
                 cx.fair_share = Some(fair_share(capacities[dir.index()].clone(), windows.clone(), dir));
                 FlowState::Media(Box::new(build_media_flow(fc, &field, &controller_name, &params, &cx, seed, id as u64)?))
             }
@@ -219,6 +226,7 @@ pub fn build_simulation_with(sc: &Scenario, seed: u64, controller_override: Opti
         scratch: Vec::new(),
         events_processed: 0,
         finished: false,
+        abort: None,
     };
     for f in &sim.flows {
         if f.start < end {

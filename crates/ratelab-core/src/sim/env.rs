@@ -17,7 +17,8 @@
 //! autoreset: an environment whose episode ended is reset at once; its last observation is
 //! returned separately.
 
-use super::build::build_simulation;
+use super::build::build_simulation_ext;
+use crate::controllers::ExternalFactory;
 use super::synth::{self, SynthKind};
 use super::{FlowState, Simulation};
 use crate::controller::{ReceivedPacket, ReceiverEstimator};
@@ -69,8 +70,11 @@ pub struct EnvConfig {
     pub loss_range: [f64; 2],
     /// Probability of one competing TCP NewReno flow (starts U(0, T/2), lasts U(5, 15) s).
     pub tcp_prob: f64,
-    /// Probability of one competing GCC media flow (same timing).
+    /// Probability of one competing media flow (same timing).
     pub media_prob: f64,
+    /// Controller of that competing media flow: a built-in name, or a Python controller
+    /// (`my_cc.py:MyCC`) where the driver injects an external factory (the Python binding does).
+    pub competitor: String,
 }
 
 impl Default for EnvConfig {
@@ -79,7 +83,7 @@ impl Default for EnvConfig {
             duration_s: 30.0, mapping: "linear".into(), max_kbps: 8000.0, log_min_kbps: 10.0, min_kbps: 20.0, start_kbps: 300.0, pacing_factor: 1.1,
             synthetic_prob: 0.5, synthetic_kinds: SynthKind::ALL.iter().map(|k| k.name().to_string()).collect(), synthetic_kbps: [100.0, 8000.0],
             trace_clip_kbps: [0.0, 20_000.0], owd_ms: [10.0, 150.0], queue_ms: [50.0, 500.0], loss_prob: 0.3, loss_range: [0.001, 0.05],
-            tcp_prob: 0.1, media_prob: 0.1,
+            tcp_prob: 0.1, media_prob: 0.1, competitor: "gcc".into(),
         }
     }
 }
@@ -218,6 +222,8 @@ pub struct RlEnv {
     steps: u32,
     max_steps: u32,
     info: EpisodeInfo,
+    /// Builds controllers the registry does not know (the competitor, when it is a Python class).
+    external: Option<ExternalFactory>,
 }
 
 impl RlEnv {
@@ -226,10 +232,12 @@ impl RlEnv {
         let mapping = cfg.mapping()?;
         let kinds = cfg.synthetic_kinds.iter().filter_map(|k| SynthKind::parse(k)).collect();
         let max_steps = cfg.steps_per_episode();
-        Ok(RlEnv { cfg, mapping, traces, kinds, rng: ChaCha8Rng::seed_from_u64(seed), sim: None, probe: Default::default(), steps: 0, max_steps, info: EpisodeInfo::default() })
+        Ok(RlEnv { cfg, mapping, traces, kinds, rng: ChaCha8Rng::seed_from_u64(seed), sim: None, probe: Default::default(), steps: 0, max_steps, info: EpisodeInfo::default(), external: None })
     }
 
     pub fn config(&self) -> &EnvConfig { &self.cfg }
+    /// Let episodes build controllers outside the registry (`EnvConfig::competitor`).
+    pub fn set_external(&mut self, f: ExternalFactory) { self.external = Some(f); }
     pub fn episode(&self) -> &EpisodeInfo { &self.info }
     pub fn simulation(&self) -> Option<&Simulation> { self.sim.as_ref() }
     pub fn steps_taken(&self) -> u32 { self.steps }
@@ -278,7 +286,7 @@ impl RlEnv {
         if rng.gen::<f64>() < c.media_prob {
             let (s, e) = window(rng);
             info.media = true;
-            flows.push(serde_json::json!({"kind": "media", "controller": "gcc", "start_s": s, "stop_s": e, "one_way_delay_ms": info.owd_ms}));
+            flows.push(serde_json::json!({"kind": "media", "controller": c.competitor, "start_s": s, "stop_s": e, "one_way_delay_ms": info.owd_ms}));
         }
         let sc = serde_json::json!({
             "name": "rl-episode",
@@ -297,7 +305,7 @@ impl RlEnv {
     pub fn reset(&mut self, seed: Option<u64>) -> Result<StepOut, ConfigError> {
         if let Some(s) = seed { self.rng = ChaCha8Rng::seed_from_u64(s); }
         let (sc, info) = self.draw();
-        let mut sim = build_simulation(&sc, info.seed, None)?;
+        let mut sim = build_simulation_ext(&sc, info.seed, None, None, self.external.clone())?;
         self.probe = Arc::new(Mutex::new(WindowFeatures::new(Time::ZERO)));
         if let Some(f) = sim.flows.get_mut(0) {
             if let FlowState::Media(m) = &mut f.state {
@@ -361,6 +369,8 @@ impl VecEnv {
     pub fn len(&self) -> usize { self.envs.len() }
     pub fn is_empty(&self) -> bool { self.envs.is_empty() }
     pub fn env(&self, i: usize) -> Option<&RlEnv> { self.envs.get(i) }
+    /// [`RlEnv::set_external`] for every environment.
+    pub fn set_external(&mut self, f: ExternalFactory) { for e in &mut self.envs { e.set_external(f.clone()); } }
 
     fn parallel<T: Send + Default + Clone>(&mut self, f: impl Fn(usize, &mut RlEnv) -> T + Sync) -> Vec<T> {
         let n = self.envs.len();
@@ -411,6 +421,15 @@ mod tests {
     use super::*;
 
     fn cfg() -> EnvConfig { EnvConfig { duration_s: 5.0, tcp_prob: 0.0, media_prob: 0.0, loss_prob: 0.0, ..EnvConfig::default() } }
+
+    #[test]
+    fn competitor_controller_is_configurable() {
+        let mut e = RlEnv::new(EnvConfig { media_prob: 1.0, competitor: "fixed".into(), ..cfg() }, Arc::new(vec![]), 0).unwrap();
+        e.reset(Some(1)).unwrap();
+        assert_eq!(e.simulation().unwrap().flow_infos()[1].controller, "fixed");
+        let mut bad = RlEnv::new(EnvConfig { media_prob: 1.0, competitor: "nope".into(), ..cfg() }, Arc::new(vec![]), 0).unwrap();
+        assert_eq!(bad.reset(Some(1)).err().expect("unknown competitor").field, "flows[1].controller");
+    }
 
     #[test]
     fn trace_window_loops_and_rebases() {

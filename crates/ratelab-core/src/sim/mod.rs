@@ -32,8 +32,10 @@ use tcp_flow::TcpFlow;
 use crate::transport::tcp::{Ack, Segment};
 use crate::units::Bytes;
 use rand_chacha::ChaCha8Rng;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-pub use build::{build_simulation, build_simulation_with};
+pub use build::{build_simulation, build_simulation_ext, build_simulation_with};
 
 /// Static description of a flow.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -117,6 +119,9 @@ pub struct Simulation {
     scratch: Vec<u8>,
     events_processed: u64,
     finished: bool,
+    /// Raised by a driver to stop mid-run (a user controller failed); checked after every event
+    /// only when set, so built-in runs pay one predictable branch.
+    abort: Option<Arc<AtomicBool>>,
 }
 
 impl Simulation {
@@ -131,6 +136,10 @@ impl Simulation {
     pub fn take_packets(&mut self) -> PacketLog { self.packets.take() }
     pub fn take_series(&mut self) -> SeriesLog { self.series.take() }
     pub fn flow_infos(&self) -> Vec<FlowInfo> { self.flows.iter().map(|f| f.info.clone()).collect() }
+    /// Stop [`Simulation::run_until`] right after the event during which `flag` is raised.
+    pub fn set_abort(&mut self, flag: Arc<AtomicBool>) { self.abort = Some(flag); }
+    /// Whether the abort flag stopped the run.
+    pub fn is_aborted(&self) -> bool { self.abort.as_ref().is_some_and(|a| a.load(Ordering::Relaxed)) }
 
     /// Run until simulated time `t` (or the end). Returns true once the run is complete.
     pub fn run_until(&mut self, t: Time) -> bool {
@@ -141,6 +150,7 @@ impl Simulation {
             self.now = et;
             self.events_processed += 1;
             self.dispatch(ev);
+            if self.abort.is_some() && self.is_aborted() { return false; }
         }
         self.now = self.now.max(limit);
         if limit >= self.end && !self.finished { self.finish(); }
