@@ -62,7 +62,9 @@ pub struct AllegroConfig {
     /// Weight of a new RTT sample (UDT: 1/8).
     pub rtt_gain: f64,
     /// An MI whose feedback is still incomplete this many RTTs after its end is scored with its
-    /// unreported packets counted as lost (lab choice; modong/pcc waits for ever).
+    /// unreported packets counted as lost (lab choice; modong/pcc waits for ever). Only once an
+    /// RTT has been measured: UDT knows the RTT from its handshake, the lab's sender does not,
+    /// and the 100 ms guess must not turn a long path's first MIs into losses.
     pub timeout_rtts: f64,
     /// …and never sooner than this, ms.
     pub timeout_min_ms: f64,
@@ -86,6 +88,10 @@ impl AllegroConfig {
         UtilityParams { kind: self.utility, loss_alpha: self.loss_alpha, loss_threshold: self.loss_threshold, rtt_alpha: self.rtt_alpha }
     }
 }
+
+/// Pending MIs beyond this are scored as lost, oldest first: a memory bound for a sender that
+/// never hears back (no RTT measured, so no timeout yet).
+const MAX_PENDING_MIS: usize = 200;
 
 /// What an MI was sent for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -134,6 +140,8 @@ pub struct Allegro {
     /// MIs started and not yet scored, oldest first; the last one is running.
     pub(super) mis: VecDeque<Mi>,
     srtt: f64,
+    /// Whether `srtt` holds a measurement (not the initial guess).
+    rtt_measured: bool,
     prev_mi_rtt: Option<f64>,
     packet_bytes: f64,
     rng: ChaCha8Rng,
@@ -147,7 +155,7 @@ impl Allegro {
     pub fn new(cfg: AllegroConfig, cx: &BuildContext) -> Self {
         Allegro {
             lo: 0.0, hi: f64::INFINITY, rate: 300e3, state: State::Starting { next_rate: 300e3, best: None }, generation: 0,
-            mis: VecDeque::new(), srtt: cfg.initial_rtt_ms.max(0.1) / 1e3, prev_mi_rtt: None, packet_bytes: 1200.0,
+            mis: VecDeque::new(), srtt: cfg.initial_rtt_ms.max(0.1) / 1e3, rtt_measured: false, prev_mi_rtt: None, packet_bytes: 1200.0,
             rng: ChaCha8Rng::seed_from_u64(cx.seed ^ 0x5043_4341_4c4c_4547), last_output: None, last_utility: 0.0,
             decisions: 0, timeouts: 0, cfg,
         }
@@ -231,9 +239,14 @@ impl Allegro {
     /// Score the oldest MIs that are complete (or timed out).
     fn score_completed(&mut self, now: Time) {
         let timeout = Duration::from_secs_f64((self.srtt * self.cfg.timeout_rtts.max(0.5)).max(self.cfg.timeout_min_ms.max(1.0) / 1e3));
+        let overflow = self.mis.len().saturating_sub(MAX_PENDING_MIS);
+        for m in self.mis.iter_mut().take(overflow) {
+            m.stats.close_unreported_as_lost();
+            self.timeouts += 1;
+        }
         while let Some(front) = self.mis.front_mut() {
             let ended = now > front.stats.end();
-            if !front.stats.is_done() && ended && now - front.stats.end() >= timeout {
+            if self.rtt_measured && !front.stats.is_done() && ended && now - front.stats.end() >= timeout {
                 front.stats.close_unreported_as_lost();
                 self.timeouts += 1;
             }
@@ -360,7 +373,9 @@ impl Controller for Allegro {
             let newest = fb.received().filter(|p| p.recv_time == Some(max_recv)).last();
             if let Some(s) = newest.and_then(|p| packet_rtt(fb, p, max_recv)) {
                 let g = self.cfg.rtt_gain.clamp(0.0, 1.0);
-                self.srtt = ((1.0 - g) * self.srtt + g * s.as_secs_f64()).clamp(1e-4, 60.0);
+                let s = s.as_secs_f64();
+                self.srtt = if self.rtt_measured { (1.0 - g) * self.srtt + g * s } else { s }.clamp(1e-4, 60.0);
+                self.rtt_measured = true;
             }
         }
         for m in self.mis.iter_mut() {

@@ -141,12 +141,22 @@ fn inconclusive_trials_widen_eps_and_a_verdict_starts_accelerating_moves() {
 #[test]
 fn feedback_blackout_times_mis_out_as_lost_and_lowers_the_rate() {
     let mut a = allegro(1, AllegroConfig::default());
-    for i in 0..400 { a.on_packet_sent(&sp(i, 8000 * i as i64)); }
+    // one report measures the RTT (40 ms; the first sample replaces the 100 ms guess)
+    a.on_packet_sent(&sp(0, 0));
+    let fb = TransportFeedback { feedback_time: Time::from_ms(40), packets: vec![PacketResult { sent: sp(0, 0), recv_time: Some(Time::from_ms(20)) }], ..Default::default() };
+    a.on_feedback(&fb);
+    assert_eq!(a.srtt(), Duration::from_ms(40));
+    // then silence for 3.2 s: MIs time out (4 RTT, at least 500 ms) and count as lost
+    for i in 1..400 { a.on_packet_sent(&sp(i, 8000 * i as i64)); }
     let (_, timeouts) = a.counters();
     assert!(timeouts >= 3, "{timeouts}");
     assert!(!matches!(a.state, State::Starting { .. }));
     assert!(a.rate().bps_f64() < 1e6, "{:?}", a.rate());
     assert!(a.mis.len() < 20, "{}", a.mis.len());
+    // no report ever: no RTT, so no timeout — but the pending MIs stay bounded
+    let mut b = allegro(1, AllegroConfig::default());
+    for i in 0..20_000 { b.on_packet_sent(&sp(i, 8000 * i as i64)); }
+    assert!(b.mis.len() <= 200 && b.counters().1 > 0, "{} pending, {:?}", b.mis.len(), b.counters());
 }
 
 /// Closed loop on the test harness: 3 Mbit/s, 20 ms each way, 100 ms drop-tail queue.
