@@ -40,7 +40,7 @@ pub struct AllegroConfig {
     pub epsilon_min: f64,
     /// Largest trial step ε_max (paper: 0.05; code: 5 × 0.01).
     pub epsilon_max: f64,
-    /// Pairs of trials per decision (paper: 2, i.e. four MIs; code: NUMBER_OF_PROBE = 4).
+    /// Pairs of trials per decision (paper: 2, i.e. four MIs; code: NUMBER_OF_PROBE = 4); at most 16.
     pub trial_pairs: usize,
     /// Steepness α of the loss sigmoid (paper and code: 100).
     pub loss_alpha: f64,
@@ -92,6 +92,9 @@ impl AllegroConfig {
 /// Pending MIs beyond this are scored as lost, oldest first: a memory bound for a sender that
 /// never hears back (no RTT measured, so no timeout yet).
 const MAX_PENDING_MIS: usize = 200;
+
+/// Upper bound on `trial_pairs` (a decision of more than 32 MIs would take minutes).
+const MAX_TRIAL_PAIRS: usize = 16;
 
 /// What an MI was sent for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -176,7 +179,7 @@ impl Allegro {
     /// A fresh set of trials around the base rate: `pairs` pairs at `r(1 ± ε)`, each in random order.
     pub(super) fn deciding(&mut self, eps: f64) -> State {
         let mut trials = Vec::new();
-        for _ in 0..self.cfg.trial_pairs.max(1) {
+        for _ in 0..self.cfg.trial_pairs.clamp(1, MAX_TRIAL_PAIRS) {
             let (up, down) = (self.clamp(self.rate * (1.0 + eps)), self.clamp(self.rate * (1.0 - eps)));
             if self.rng.gen::<bool>() { trials.extend([up, down]) } else { trials.extend([down, up]) }
         }
@@ -224,7 +227,7 @@ impl Allegro {
         }
     }
 
-    /// Start MIs as the running one ends (on every sent packet and tick).
+    /// Start the next MI once the running one has ended (called for every sent packet).
     fn advance(&mut self, now: Time) {
         let due = self.mis.back().is_none_or(|m| now > m.stats.end());
         if !due { return; }
@@ -388,7 +391,7 @@ impl Controller for Allegro {
     }
 
     fn on_tick(&mut self, now: Time) -> Update {
-        if !self.mis.is_empty() { self.advance(now); }
+        // MIs start only with a sent packet: an idle sender must not score empty MIs as loss-free
         self.score_completed(now);
         self.output()
     }
