@@ -176,7 +176,7 @@ def test_every_paper_builds_its_jobs(name):
 
 @pytest.mark.parametrize("name", ["lcc", "iris"])
 def test_quick_reproduction_writes_its_report(core, name, tmp_path):
-    needed = {"lcc": {"lcc", "gcc"}, "iris": {"iris", "iris-mid", "vivace"}}[name]
+    needed = {"lcc": {"lcc", "gcc"}, "iris": {"iris", "iris-mid", "vivace", "pcc-allegro"}}[name]
     if not needed <= {c["name"] for c in core.controllers()}:
         pytest.skip(f"controllers {needed} not built")
     out = reproduce(paper(name), [1], 2, True, tmp_path, f"ratelab reproduce {name} --quick")

@@ -11,7 +11,7 @@ from .core import RunData, Stat
 #: One colour per controller name, stable across figures of a paper.
 COLORS = {
     "lcc": "C0", "gcc": "C3", "iris": "C0", "iris-mid": "C9", "iris (twcc)": "C4", "bbr": "C2", "cubic": "C3",
-    "vegas": "C1", "pcc": "C5", "vivace": "C5", "dcrc": "C1", "dcrc-pi": "C0", "tfrc": "C3", "aimd": "C2",
+    "vegas": "C1", "pcc": "C5", "pcc-loss": "C8", "vivace": "C6", "dcrc": "C1", "dcrc-pi": "C0", "tfrc": "C3", "aimd": "C2",
     "dcrc-pi ω=c/2": "C4",
 }
 

@@ -21,6 +21,7 @@ pub mod iris;
 pub mod lcc;
 pub mod nada;
 pub mod oracle;
+pub mod pcc;
 pub mod r3net;
 pub mod scream;
 #[cfg(test)]
@@ -145,6 +146,12 @@ pub fn registry() -> &'static [Entry] {
             summary: "PCC Vivace as in libwebrtc's PCC module: monitor-interval pairs, utility gradient ascent",
             defaults: defaults_of::<vivace::VivaceConfig>,
             build: |p, cx| Ok(Built::sender(vivace::Vivace::new(parse_params(p)?, cx))),
+        },
+        Entry {
+            name: "pcc-allegro",
+            summary: "PCC Allegro (NSDI'15, modong/pcc): randomized trials of r(1±ε), doubling start, accelerating moves; loss or latency utility",
+            defaults: defaults_of::<pcc::AllegroConfig>,
+            build: |p, cx| Ok(Built::sender(pcc::Allegro::new(parse_params(p)?, cx))),
         },
         Entry {
             name: "scream",

@@ -21,6 +21,7 @@
 //! sets), as libwebrtc's pacer config with equal data and padding windows. The estimate is kept
 //! within the flow's rate constraints (libwebrtc leaves that to the application).
 
+use super::pcc::monitor::MonitorInterval;
 use super::BuildContext;
 use crate::controller::{Constraints, Controller, Diagnostics, PacketResult, SentPacket, TransportFeedback, Update};
 use crate::units::{Bitrate, Duration, Time};
@@ -99,71 +100,6 @@ impl Default for VivaceConfig {
             loss_coefficient: 10.0, delay_gradient_threshold: 0.01, delay_gradient_negative_bound: 0.1,
             utility: UtilityKind::Modified, rtt_alpha: 0.9, initial_rtt_ms: 200.0, packets_for_rate: 20, padding: true,
         }
-    }
-}
-
-/// One monitor interval: a rate held over `[start, start + duration]` of send time.
-#[derive(Clone, Debug)]
-pub struct MonitorInterval {
-    pub rate_bps: f64,
-    pub start: Time,
-    pub duration: Duration,
-    /// (send time, one-way delay in µs) of received packets.
-    received: Vec<(Time, f64)>,
-    received_bytes: f64,
-    lost_bytes: f64,
-    done: bool,
-}
-
-impl MonitorInterval {
-    pub fn new(rate_bps: f64, start: Time, duration: Duration) -> Self {
-        MonitorInterval { rate_bps, start, duration, received: Vec::new(), received_bytes: 0.0, lost_bytes: 0.0, done: false }
-    }
-    pub fn end(&self) -> Time { self.start + self.duration }
-    pub fn is_done(&self) -> bool { self.done }
-
-    /// Take the results of the packets sent inside the interval; a packet sent after the end
-    /// completes it (the rest of the feedback is then not looked at).
-    pub fn on_packets(&mut self, packets: &[PacketResult]) {
-        for p in packets {
-            let t = p.sent.send_time;
-            if t <= self.start { continue; }
-            if t > self.end() { self.done = true; return; }
-            match p.recv_time {
-                Some(r) => {
-                    self.received.push((t, (r - t).as_us() as f64));
-                    self.received_bytes += p.sent.size.as_f64();
-                }
-                None => self.lost_bytes += p.sent.size.as_f64(),
-            }
-        }
-    }
-
-    /// Lost bytes / (lost + received bytes).
-    pub fn loss_rate(&self) -> f64 {
-        let total = self.lost_bytes + self.received_bytes;
-        if total <= 0.0 { 0.0 } else { self.lost_bytes / total }
-    }
-
-    /// Least-squares slope of one-way delay over send time (µs/µs); 0 below `threshold` in
-    /// magnitude or with fewer than two distinct send times.
-    pub fn delay_gradient(&self, threshold: f64) -> f64 {
-        let n = self.received.len();
-        if n < 2 || self.received[0].0 == self.received[n - 1].0 { return 0.0; }
-        let t0 = self.received[0].0;
-        let (mut st, mut sd, mut stt, mut std_) = (0.0, 0.0, 0.0, 0.0);
-        for &(t, d) in &self.received {
-            let x = (t - t0).as_us() as f64;
-            st += x;
-            sd += d;
-            stt += x * x;
-            std_ += x * d;
-        }
-        let nf = n as f64;
-        let den = nf * stt - st * st;
-        if den == 0.0 { return 0.0; }
-        let g = (nf * std_ - sd * st) / den;
-        if g.abs() < threshold { 0.0 } else { g }
     }
 }
 
