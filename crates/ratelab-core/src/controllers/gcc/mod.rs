@@ -33,6 +33,7 @@ pub mod link_capacity;
 pub mod loss_v1;
 pub mod loss_v2;
 pub mod probe;
+pub mod robust_throughput;
 pub mod trendline;
 
 #[cfg(test)]
@@ -41,7 +42,7 @@ mod tests;
 use super::BuildContext;
 use crate::controller::{Constraints, Controller, Diagnostics, PacketResult, SentPacket, TransportFeedback, Update};
 use crate::units::{Bitrate, Bytes, Duration, Time};
-use acked_bitrate::AckedBitrateEstimator;
+use acked_bitrate::{AckedEstimatorKind, AckedRate};
 use aimd::AimdConfig;
 use alr::AlrDetector;
 use cwnd::CongestionWindow;
@@ -73,13 +74,23 @@ pub enum GccProfile {
 pub struct GccConfig {
     /// `"current"` (default), `"m84"` or `"m60"` (spec 2.13).
     pub profile: GccProfile,
-    /// Pacing rate / target after the first transport feedback. Unset: 1.1 for `current`,
-    /// 2.5 for `m84`/`m60` (spec 2.10, 2.13).
+    /// Pacing rate / target. Unset: `initial_pacing_factor` until the first transport
+    /// feedback, then 1.1 for `current` and 2.5 for `m84`/`m60` (spec 2.10, 2.13). Set: this
+    /// factor from the start (libwebrtc's `pacing_factor_.value_or(...)`).
     pub pacing_factor: Option<f64>,
     /// Pacing rate / target before the first transport feedback (spec 2.10: 2.5).
     pub initial_pacing_factor: f64,
     /// Congestion window with pushback on/off. Unset: on for `current`, off for `m84`/`m60`.
     pub cwnd: Option<bool>,
+    /// Pushback by frame dropping (libwebrtc's `DropFrame:true`, today's default): the target
+    /// stays at the loss-based rate and the encoder drops frames by the pushback ratio
+    /// (`Update::cwnd_reduce_ratio`). Off: pushback lowers the target (older libwebrtc).
+    /// Unset: on for `current`, off for `m84`/`m60`.
+    pub cwnd_drop_frame: Option<bool>,
+    /// Acknowledged-bitrate estimator: `"robust"` (`RobustThroughputEstimator`) or
+    /// `"bayesian"` (`AcknowledgedBitrateEstimator`). Unset: robust for `current`, bayesian
+    /// for `m84`/`m60`.
+    pub acked_estimator: Option<AckedEstimatorKind>,
     /// Queue time added to the min feedback RTT in the window (ms; spec 2.10: 350).
     pub cwnd_queue_ms: f64,
     /// Pushback never lowers the target below this (kbit/s; spec 2.10: 30), unless the
@@ -113,6 +124,8 @@ impl Default for GccConfig {
             pacing_factor: None,
             initial_pacing_factor: 2.5,
             cwnd: None,
+            cwnd_drop_frame: None,
+            acked_estimator: None,
             cwnd_queue_ms: 350.0,
             cwnd_min_pushback_kbps: 30.0,
             cwnd_to_pacer: false,
@@ -130,9 +143,13 @@ impl Default for GccConfig {
 /// Profile defaults resolved with the overrides.
 #[derive(Clone, Copy, Debug)]
 struct Resolved {
-    pacing_factor: f64,
+    /// `None`: the default pair (initial factor before the first feedback, profile after).
+    pacing_factor: Option<f64>,
+    profile_pacing_factor: f64,
     initial_pacing_factor: f64,
     cwnd: bool,
+    drop_frame: bool,
+    acked: AckedEstimatorKind,
     loss_v2: bool,
     aimd_backoff_term: bool,
 }
@@ -142,9 +159,12 @@ impl GccConfig {
         let current = self.profile == GccProfile::Current;
         let sane = |v: f64, d: f64| if v.is_finite() && v > 0.0 { v } else { d };
         Resolved {
-            pacing_factor: sane(self.pacing_factor.unwrap_or(if current { 1.1 } else { 2.5 }), if current { 1.1 } else { 2.5 }),
+            pacing_factor: self.pacing_factor.map(|f| sane(f, if current { 1.1 } else { 2.5 })),
+            profile_pacing_factor: if current { 1.1 } else { 2.5 },
             initial_pacing_factor: sane(self.initial_pacing_factor, 2.5),
             cwnd: self.cwnd.unwrap_or(current),
+            drop_frame: self.cwnd_drop_frame.unwrap_or(current),
+            acked: self.acked_estimator.unwrap_or(if current { AckedEstimatorKind::Robust } else { AckedEstimatorKind::Bayesian }),
             loss_v2: self.loss_v2.unwrap_or(current),
             aimd_backoff_term: self.aimd_backoff_term.unwrap_or(current),
         }
@@ -161,7 +181,7 @@ pub struct Gcc {
     started: bool,
     delay: DelayBasedBwe,
     ssbe: SendSideBwe,
-    acked: AckedBitrateEstimator,
+    acked: AckedRate,
     probe_ctrl: ProbeController,
     probe_est: ProbeBitrateEstimator,
     alr: AlrDetector,
@@ -176,6 +196,11 @@ pub struct Gcc {
     last_loss_based_target: Bitrate,
     last_pushback_target: Bitrate,
     last_loss_state: LossV2State,
+    last_fraction_loss: u8,
+    last_rtt: Duration,
+    /// `(loss-based − pushback) / loss-based` of the last evaluation (DropFrame mode).
+    cwnd_reduce_ratio: f64,
+    emitted_reduce_ratio: Option<f64>,
     // Last values emitted in an `Update`.
     emitted_target: Option<Bitrate>,
     emitted_pacing: Option<Bitrate>,
@@ -209,7 +234,7 @@ impl Gcc {
             started: false,
             delay: DelayBasedBwe::new(aimd, cfg.trendline_window.clamp(2, 200)),
             ssbe: SendSideBwe::new(v2, cfg.rtt_backoff),
-            acked: AckedBitrateEstimator::default(),
+            acked: AckedRate::new(r.acked),
             probe_ctrl: ProbeController::new(cfg.probing, cfg.alr_probing),
             probe_est: ProbeBitrateEstimator::default(),
             alr: AlrDetector::default(),
@@ -223,6 +248,10 @@ impl Gcc {
             last_loss_based_target: Bitrate::ZERO,
             last_pushback_target: Bitrate::ZERO,
             last_loss_state: LossV2State::DelayBasedEstimate,
+            last_fraction_loss: 0,
+            last_rtt: Duration::ZERO,
+            cwnd_reduce_ratio: 0.0,
+            emitted_reduce_ratio: None,
             emitted_target: None,
             emitted_pacing: None,
             emitted_padding: None,
@@ -246,24 +275,27 @@ impl Gcc {
     }
 
     fn pacing_factor(&self) -> f64 {
-        if self.first_feedback_seen { self.r.pacing_factor } else { self.r.initial_pacing_factor }
+        match self.r.pacing_factor {
+            Some(f) => f,
+            None if self.first_feedback_seen => self.r.profile_pacing_factor,
+            None => self.r.initial_pacing_factor,
+        }
     }
 
     /// Why the estimate is limited (for the probe controller, 2.8).
+    /// `GetBandwidthLimitedCause`: any over- *or* under-use blocks probing first; the padding
+    /// state counts as loss-limited (no probes), only `Increasing` allows loss-limited probes.
     fn limited_cause(&self) -> LimitedCause {
+        if self.delay.state() != BandwidthUsage::Normal {
+            return LimitedCause::DelayLimitedDelayIncreased;
+        }
         if self.ssbe.is_rtt_above_limit() {
             return LimitedCause::RttBackoff;
         }
         match self.ssbe.loss_state() {
-            LossV2State::Increasing | LossV2State::IncreaseUsingPadding => LimitedCause::LossLimitedIncreasing,
-            LossV2State::Decreasing => LimitedCause::LossLimited,
-            LossV2State::DelayBasedEstimate => {
-                if self.delay.state() == BandwidthUsage::Overusing {
-                    LimitedCause::DelayLimitedDelayIncreased
-                } else {
-                    LimitedCause::DelayLimited
-                }
-            }
+            LossV2State::Increasing => LimitedCause::LossLimitedIncreasing,
+            LossV2State::IncreaseUsingPadding | LossV2State::Decreasing => LimitedCause::LossLimited,
+            LossV2State::DelayBasedEstimate => LimitedCause::DelayLimited,
         }
     }
 
@@ -272,13 +304,26 @@ impl Gcc {
         let loss_target = self.ssbe.target();
         let state = self.ssbe.loss_state();
         let mut pushback_target = loss_target;
+        let mut reduce_ratio = 0.0;
         if let Some(cw) = self.cwnd.as_mut() {
             pushback_target = cw.pushback(loss_target).max(self.ssbe.min_bitrate());
+            if self.r.drop_frame && !loss_target.is_zero() {
+                reduce_ratio = (loss_target.bps() - pushback_target.bps()) as f64 / loss_target.bps() as f64;
+            }
         }
-        if loss_target != self.last_loss_based_target || pushback_target != self.last_pushback_target || state != self.last_loss_state {
+        let (fraction_loss, rtt) = (self.ssbe.fraction_loss(), self.ssbe.round_trip_time());
+        if loss_target != self.last_loss_based_target
+            || pushback_target != self.last_pushback_target
+            || state != self.last_loss_state
+            || fraction_loss != self.last_fraction_loss
+            || rtt != self.last_rtt
+        {
             self.last_loss_based_target = loss_target;
             self.last_pushback_target = pushback_target;
             self.last_loss_state = state;
+            self.last_fraction_loss = fraction_loss;
+            self.last_rtt = rtt;
+            self.cwnd_reduce_ratio = reduce_ratio;
             self.alr.set_estimated_bitrate(loss_target);
             let cause = self.limited_cause();
             let probes = self.probe_ctrl.set_estimated_bitrate(loss_target, cause, now);
@@ -296,7 +341,13 @@ impl Gcc {
 
     /// Put target / pacing / padding / window into `up` where they changed.
     fn emit_rates(&mut self, up: &mut Update) {
-        let target = clamp_rate(self.last_pushback_target, self.min_rate, self.max_rate);
+        // DropFrame: the encoder gets the loss-based rate and drops frames instead.
+        let encoder_rate = if self.r.drop_frame { self.last_loss_based_target } else { self.last_pushback_target };
+        let target = clamp_rate(encoder_rate, self.min_rate, self.max_rate);
+        if self.r.drop_frame && self.emitted_reduce_ratio != Some(self.cwnd_reduce_ratio) {
+            self.emitted_reduce_ratio = Some(self.cwnd_reduce_ratio);
+            up.cwnd_reduce_ratio = Some(self.cwnd_reduce_ratio);
+        }
         let pacing_base = self.last_loss_based_target;
         let pacing = clamp_rate(pacing_base.scale(self.pacing_factor()), Bitrate::from_bps(1), Bitrate::INFINITY);
         let mut padding = if self.last_loss_state == LossV2State::IncreaseUsingPadding { self.last_loss_based_target } else { Bitrate::ZERO };
@@ -543,3 +594,6 @@ impl Controller for Gcc {
         out.push(("cwnd_bytes", self.cwnd.as_ref().and_then(|c| c.window()).map_or(0.0, |w| w.as_f64())));
     }
 }
+
+/// The acknowledged-bitrate estimator a configuration runs (profile default or override).
+pub fn resolved_acked_estimator(cfg: &GccConfig) -> AckedEstimatorKind { cfg.resolve().acked }

@@ -1,0 +1,7 @@
+//! libwebrtc goog_cc unit tests ported to ratelab: same inputs, same expectations, our own
+//! code. The libwebrtc commit and the case-by-case table are in `docs/controllers/gcc.md`.
+//! One module per libwebrtc test file; each test keeps libwebrtc's test name in snake case.
+
+mod common;
+mod congestion_window_pushback;
+mod robust_throughput;
