@@ -3,5 +3,7 @@
 //! One module per libwebrtc test file; each test keeps libwebrtc's test name in snake case.
 
 mod common;
+mod alr_detector;
 mod congestion_window_pushback;
 mod robust_throughput;
+mod trendline;

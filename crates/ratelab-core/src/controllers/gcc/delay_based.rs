@@ -66,7 +66,9 @@ impl DelayBasedBwe {
             self.last_seen_packet = Some(now);
             let deltas = self.inter_arrival.compute_deltas(p.sent.send_time, recv, now, p.sent.size);
             if let Some(d) = deltas {
-                self.trendline.update(d.arrival_delta.as_ms_f64(), d.send_delta.as_ms_f64(), recv.as_ms_f64(), true);
+                // libwebrtc passes `receive_time.ms()`: whole milliseconds, rounded to nearest.
+                let arrival_ms = (recv.as_us() + 500).div_euclid(1000) as f64;
+                self.trendline.update(d.arrival_delta.as_ms_f64(), d.send_delta.as_ms_f64(), arrival_ms, true);
             }
             let s = self.trendline.state();
             if prev_state == BandwidthUsage::Underusing && s == BandwidthUsage::Normal {
