@@ -5,5 +5,6 @@
 mod common;
 mod alr_detector;
 mod congestion_window_pushback;
+mod probe_bitrate_estimator;
 mod robust_throughput;
 mod trendline;

@@ -232,11 +232,16 @@ impl ProbeBitrateEstimator {
     /// Remember a requested cluster so that its size requirements are known (libwebrtc carries
     /// them in the packets' pacing info; our `SentPacket` only has the cluster id).
     pub fn register(&mut self, c: &ProbeCluster) {
-        let min_bytes = (c.rate * c.min_duration).get();
+        self.register_requirements(c.id, c.min_packets, (c.rate * c.min_duration).get());
+    }
+
+    /// A cluster's `probe_cluster_min_probes` / `probe_cluster_min_bytes` (libwebrtc's
+    /// `PacedPacketInfo`).
+    pub fn register_requirements(&mut self, id: u32, min_packets: u32, min_bytes: i64) {
         if self.known.len() >= MAX_KNOWN_CLUSTERS {
             self.known.pop_front();
         }
-        self.known.push_back((c.id, c.min_packets, min_bytes));
+        self.known.push_back((id, min_packets, min_bytes));
     }
 
     /// Feed one received probe packet (in arrival order). Returns a result once the cluster has
@@ -289,7 +294,9 @@ impl ProbeBitrateEstimator {
 
         let (min_packets, min_bytes) =
             self.known.iter().rev().find(|k| k.0 == id).map_or((MIN_PROBE_PACKETS, 0), |k| (k.1, k.2));
-        if f64::from(c.num_probes) < MIN_RECEIVED_PROBES_RATIO * f64::from(min_packets)
+        // `int min_probes = min_probes × 0.8`: truncated to a whole packet count.
+        let needed_probes = (MIN_RECEIVED_PROBES_RATIO * f64::from(min_packets)) as u32;
+        if c.num_probes < needed_probes
             || (c.size_total as f64) < MIN_RECEIVED_BYTES_RATIO * min_bytes as f64
         {
             return None;
