@@ -5,6 +5,7 @@
 mod common;
 mod alr_detector;
 mod congestion_window_pushback;
+mod inter_arrival;
 mod probe_bitrate_estimator;
 mod robust_throughput;
 mod trendline;
