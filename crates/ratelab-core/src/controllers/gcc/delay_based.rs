@@ -44,7 +44,7 @@ impl DelayBasedBwe {
     }
 
     pub fn set_start_bitrate(&mut self, r: Bitrate) { self.aimd.set_start_bitrate(r); }
-    pub fn set_min_max(&mut self, min: Bitrate, max: Bitrate) { self.aimd.set_min_max(min, max); }
+    pub fn set_min(&mut self, min: Bitrate) { self.aimd.set_min(min); }
     pub fn set_rtt(&mut self, rtt: Duration) { self.aimd.set_rtt(rtt); }
     pub fn last_estimate(&self) -> Bitrate { self.aimd.latest_estimate() }
     pub fn state(&self) -> BandwidthUsage { self.trendline.state() }
@@ -150,7 +150,7 @@ mod tests {
     #[test]
     fn growing_delay_decreases_to_085_of_acked() {
         let mut d = DelayBasedBwe::new(AimdConfig::default(), 20);
-        d.set_min_max(kbps(30), kbps(10_000));
+        d.set_min(kbps(30));
         d.set_start_bitrate(kbps(1000));
         let res = run(&mut d, 500, 30, kbps(800));
         assert!(res.iter().any(|r| r.state == BandwidthUsage::Overusing));
@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn flat_delay_increases() {
         let mut d = DelayBasedBwe::new(AimdConfig::default(), 20);
-        d.set_min_max(kbps(30), kbps(10_000));
+        d.set_min(kbps(30));
         d.set_start_bitrate(kbps(1000));
         let res = run(&mut d, 0, 40, kbps(1000));
         assert!(res.iter().all(|r| r.state == BandwidthUsage::Normal));
@@ -171,7 +171,7 @@ mod tests {
     #[test]
     fn probe_sets_estimate_and_only_losses_do_nothing() {
         let mut d = DelayBasedBwe::new(AimdConfig::default(), 20);
-        d.set_min_max(kbps(30), kbps(10_000));
+        d.set_min(kbps(30));
         d.set_start_bitrate(kbps(300));
         let p = PacketResult {
             sent: SentPacket { seq: 1, size: Bytes::new(1000), send_time: Time::from_ms(0), probe_cluster: None, is_padding: false, data_in_flight: Bytes::ZERO },

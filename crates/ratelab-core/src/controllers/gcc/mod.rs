@@ -217,7 +217,7 @@ pub struct Gcc {
 impl Gcc {
     pub fn new(cfg: GccConfig, _cx: &BuildContext) -> Self {
         let r = cfg.resolve();
-        let aimd = AimdConfig { subtract_additional_backoff: r.aimd_backoff_term, double_response_time: true };
+        let aimd = AimdConfig { subtract_additional_backoff: r.aimd_backoff_term, ..AimdConfig::default() };
         let v2 = r.loss_v2.then(|| LossBasedBweV2::new(LossV2Config::default()));
         let cwnd = r.cwnd.then(|| {
             let q = if cfg.cwnd_queue_ms.is_finite() { cfg.cwnd_queue_ms.clamp(0.0, 10_000.0) } else { 350.0 };
@@ -269,7 +269,7 @@ impl Gcc {
         let max = if c.max_rate.is_zero() { Bitrate::INFINITY } else { c.max_rate.max(min) };
         self.min_rate = min;
         self.max_rate = max;
-        self.delay.set_min_max(min, max);
+        self.delay.set_min(min);
         self.ssbe.set_min_max(min, max);
         self.probe_ctrl.set_max_bitrate(max);
     }
