@@ -9,4 +9,5 @@ mod congestion_window_pushback;
 mod inter_arrival;
 mod probe_bitrate_estimator;
 mod robust_throughput;
+mod send_side_bwe;
 mod trendline;

@@ -225,8 +225,8 @@ impl SendSideBwe {
             }
             if r != self.current_target {
                 self.min_bitrate_history.clear();
-                let h = if self.v2.is_some() { r } else { self.current_target };
-                self.min_bitrate_history.push_back((now, h));
+                // The history keeps the rate *before* the jump (libwebrtc, with or without v2).
+                self.min_bitrate_history.push_back((now, self.current_target));
                 self.update_target(r, now);
                 return;
             }
