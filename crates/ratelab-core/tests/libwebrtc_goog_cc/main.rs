@@ -6,6 +6,7 @@ mod common;
 mod aimd_rate_control;
 mod alr_detector;
 mod congestion_window_pushback;
+mod delay_based_bwe;
 mod inter_arrival;
 mod probe_bitrate_estimator;
 mod robust_throughput;

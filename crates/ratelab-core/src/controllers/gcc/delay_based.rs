@@ -47,6 +47,10 @@ impl DelayBasedBwe {
     pub fn set_min(&mut self, min: Bitrate) { self.aimd.set_min(min); }
     pub fn set_rtt(&mut self, rtt: Duration) { self.aimd.set_rtt(rtt); }
     pub fn last_estimate(&self) -> Bitrate { self.aimd.latest_estimate() }
+    /// `LatestEstimate`: only once AIMD holds a valid estimate.
+    pub fn latest_valid_estimate(&self) -> Option<Bitrate> { self.aimd.valid_estimate().then(|| self.aimd.latest_estimate()) }
+    /// `GetExpectedBwePeriod` (AIMD's expected bandwidth period).
+    pub fn expected_bwe_period(&self) -> Duration { self.aimd.expected_bandwidth_period() }
     pub fn state(&self) -> BandwidthUsage { self.trendline.state() }
     pub fn trendline(&self) -> &Trendline { &self.trendline }
     pub fn aimd(&self) -> &AimdRateControl { &self.aimd }
