@@ -33,6 +33,7 @@ pub mod link_capacity;
 pub mod loss_v1;
 pub mod loss_v2;
 pub mod probe;
+pub mod probe_controller;
 pub mod robust_throughput;
 pub mod trendline;
 
@@ -49,7 +50,8 @@ use cwnd::CongestionWindow;
 use delay_based::DelayBasedBwe;
 use loss_v1::SendSideBwe;
 use loss_v2::{LossBasedBweV2, LossV2Config, LossV2State};
-use probe::{LimitedCause, ProbeBitrateEstimator, ProbeController};
+use probe::ProbeBitrateEstimator;
+use probe_controller::{LimitedCause, ProbeConfig, ProbeController, ProbeRequest};
 use serde::{Deserialize, Serialize};
 use trendline::BandwidthUsage;
 
@@ -235,7 +237,11 @@ impl Gcc {
             delay: DelayBasedBwe::new(aimd, cfg.trendline_window.clamp(2, 200)),
             ssbe: SendSideBwe::new(v2, cfg.rtt_backoff),
             acked: AckedRate::new(r.acked),
-            probe_ctrl: ProbeController::new(cfg.probing, cfg.alr_probing),
+            probe_ctrl: {
+                let mut p = ProbeController::new(ProbeConfig::default());
+                p.enable_periodic_alr_probing(cfg.alr_probing);
+                p
+            },
             probe_est: ProbeBitrateEstimator::default(),
             alr: AlrDetector::default(),
             cwnd,
@@ -271,7 +277,6 @@ impl Gcc {
         self.max_rate = max;
         self.delay.set_min(min);
         self.ssbe.set_min_max(min, max);
-        self.probe_ctrl.set_max_bitrate(max);
     }
 
     fn pacing_factor(&self) -> f64 {
@@ -332,11 +337,25 @@ impl Gcc {
         self.emit_rates(up);
     }
 
-    fn add_probes(&mut self, up: &mut Update, probes: Vec<crate::controller::ProbeCluster>) {
-        for p in &probes {
-            self.probe_est.register(p);
+    fn add_probes(&mut self, up: &mut Update, probes: Vec<ProbeRequest>) {
+        if !self.cfg.probing {
+            return;
         }
-        up.probes.extend(probes);
+        for p in probes {
+            let c = crate::controller::ProbeCluster { id: p.id, rate: p.rate, min_packets: p.target_probe_count, min_duration: p.target_duration };
+            self.probe_est.register(&c);
+            up.probes.push(c);
+        }
+    }
+
+    /// Constraints to the probe controller (`ResetConstraints` → `SetBitrates`); the media max
+    /// is also the max total allocated bitrate (`OnMaxTotalAllocatedBitrate`).
+    fn constraints_to_probe_controller(&mut self, start: Bitrate, now: Time, up: &mut Update) {
+        let mut probes = self.probe_ctrl.set_bitrates(self.min_rate, start, self.max_rate, now);
+        if self.max_rate.is_finite() {
+            probes.extend(self.probe_ctrl.on_max_total_allocated_bitrate(self.max_rate, now));
+        }
+        self.add_probes(up, probes);
     }
 
     /// Put target / pacing / padding / window into `up` where they changed.
@@ -395,8 +414,10 @@ impl Controller for Gcc {
         self.ssbe.set_bitrates(Some(start), self.min_rate, self.max_rate, now);
         self.started = true;
         // Initial exponential probing at 3× and 6× the start rate (2.8, 2.11).
-        let probes = self.probe_ctrl.on_network_available(now, start);
+        // Network available, then the constraints: initial exponential probing (3×, 6×).
+        let probes = self.probe_ctrl.on_network_availability(true, now);
         self.add_probes(&mut up, probes);
+        self.constraints_to_probe_controller(start, now, &mut up);
         self.maybe_trigger(now, &mut up);
         up
     }
@@ -471,7 +492,7 @@ impl Controller for Gcc {
         let alr_start = self.alr.alr_start_time();
         if self.previously_in_alr && alr_start.is_none() {
             self.acked.set_alr_ended_time(now);
-            self.probe_ctrl.set_alr_ended(now);
+            self.probe_ctrl.set_alr_ended_time(now);
         }
         self.previously_in_alr = alr_start.is_some();
         let in_alr = alr_start.is_some();
@@ -516,7 +537,7 @@ impl Controller for Gcc {
         // 7. Target, pushback, pacing, probes.
         self.maybe_trigger(now, &mut up);
         if res.recovered_from_overuse {
-            self.probe_ctrl.set_alr_start(alr_start);
+            self.probe_ctrl.set_alr_start_time(alr_start);
             let probes = self.probe_ctrl.request_probe(now);
             self.add_probes(&mut up, probes);
         }
@@ -533,7 +554,8 @@ impl Controller for Gcc {
             return up;
         }
         self.ssbe.update_estimate(now);
-        self.probe_ctrl.set_alr_start(self.alr.alr_start_time());
+        // No ALR probing before the first transport feedback (libwebrtc).
+        self.probe_ctrl.set_alr_start_time(if self.first_feedback_seen { self.alr.alr_start_time() } else { None });
         let probes = self.probe_ctrl.process(now);
         self.add_probes(&mut up, probes);
         self.update_cwnd();
@@ -551,7 +573,9 @@ impl Controller for Gcc {
         self.apply_constraints(&c);
         let mut up = Update::default();
         if self.started {
-            // Re-clamp the current estimates (the start rate only matters at on_start).
+            // Re-clamp the current estimates (the start rate only matters at on_start); a raised
+            // max (or allocation, in ALR) is probed.
+            self.constraints_to_probe_controller(Bitrate::ZERO, now, &mut up);
             self.ssbe.update_estimate(now);
             self.maybe_trigger(now, &mut up);
         }
