@@ -9,6 +9,7 @@ mod congestion_window_pushback;
 mod delay_based_bwe;
 mod inter_arrival;
 mod probe_bitrate_estimator;
+mod probe_controller;
 mod robust_throughput;
 mod send_side_bwe;
 mod trendline;
