@@ -7,6 +7,7 @@ mod aimd_rate_control;
 mod alr_detector;
 mod congestion_window_pushback;
 mod delay_based_bwe;
+mod goog_cc;
 mod inter_arrival;
 mod probe_bitrate_estimator;
 mod probe_controller;
