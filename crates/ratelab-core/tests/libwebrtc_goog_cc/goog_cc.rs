@@ -230,3 +230,90 @@ fn is_fair_to_tcp() {
     let t = target_at(&s, 10.0);
     assert!(t < 750.0, "{t}");
 }
+
+#[test]
+fn fast_rampup_on_remb_cap_lifted() {
+    // `RunRembDipScenario`: 2 Mbit/s, 50 ms each way, start 1 Mbit/s; REMB 250 kbit/s at 10 s,
+    // lifted to 10 Mbit/s at 11 s; the estimate 10 s later is above 1.5 Mbit/s.
+    let v = one_flow(
+        21.0,
+        serde_json::json!({"capacity_kbps": 2000}),
+        50.0,
+        serde_json::json!({}),
+        serde_json::json!({"min_kbps": 30, "max_kbps": 5000, "start_kbps": 1000}),
+    );
+    let sc = Scenario::from_json(&v.to_string()).expect("valid scenario");
+    let mut sim = build_simulation(&sc, 1, None).expect("builds");
+    sim.run_until(Time::from_ms(10_000));
+    sim.push_remote_estimate(0, kbps(250));
+    sim.run_until(Time::from_ms(11_000));
+    sim.push_remote_estimate(0, kbps(10_000));
+    sim.run_to_end();
+    let s = sim.take_series();
+    let (a, b, c) = (target_at(&s, 10.0), target_at(&s, 11.0), target_at(&s, 21.0));
+    assert!(a > 1500.0, "10 s: {a}");
+    assert_eq!(b, 250.0, "under the REMB cap");
+    assert!(c > 1500.0, "21 s: {c}");
+}
+
+#[test]
+fn no_crash_on_very_late_feedback() {
+    // Feedback path paused for 300 s after 5 s while the video stops; video restarts at 304 s.
+    let v = serde_json::json!({
+        "name": "goog_cc_unit", "duration_s": 306.0,
+        "link": {"capacity_kbps": 10000},
+        "reverse_link": {"steps": [[0, 10000], [5, 0], [305, 10000]]},
+        "flows": [{"kind": "media", "controller": "gcc", "one_way_delay_ms": 10,
+                   "pauses": [[5.0, 304.0]],
+                   "media": {"min_kbps": 30, "max_kbps": 2500, "start_kbps": 300}}],
+        "metrics": {"packet_log": false}
+    });
+    let s = run(v);
+    assert!(s.target_kbps.iter().all(|r| r.is_finite() && *r > 0.0));
+    assert!(target_at(&s, 306.0) >= 30.0);
+}
+
+// ---- Route changes (`Gcc::on_network_route_change`, not reachable from the simulator) ----
+
+/// `CreateRouteChange(time, start, min, max)`; zero means unset.
+fn route(start: Bitrate, min: Bitrate, max: Bitrate) -> Constraints { Constraints { min_rate: min, max_rate: max, start_rate: start } }
+
+#[test]
+fn on_network_route_changed() {
+    let now = Time::from_ms(123);
+    let mut g = gcc(GccConfig::default());
+    g.on_network_availability(now, true);
+    let new_bitrate = Bitrate::from_bps(200_000);
+    let up = g.on_network_route_change(now, route(new_bitrate, Bitrate::ZERO, Bitrate::ZERO));
+    assert_eq!(up.target_rate, Some(new_bitrate));
+    assert_eq!(up.pacing_rate, Some(new_bitrate.scale(DEFAULT_PACING)));
+    assert_eq!(up.probes.len(), 2);
+    // No constraints at all: the target falls to the 5 kbit/s floor, and probing starts again.
+    let up = g.on_network_route_change(now, route(Bitrate::ZERO, Bitrate::ZERO, Bitrate::ZERO));
+    assert_eq!(up.target_rate, Some(kbps(5)));
+    assert_eq!(up.probes.len(), 2);
+}
+
+#[test]
+fn probe_on_route_change() {
+    let mut now = Time::from_ms(123);
+    let mut g = gcc(GccConfig::default());
+    g.on_network_availability(now, true);
+    now = now + Duration::from_secs(3);
+    let up = g.on_network_route_change(now, route(kbps(2 * INITIAL_KBPS), Bitrate::ZERO, kbps(20 * INITIAL_KBPS)));
+    assert!(up.pacing_rate.is_some());
+    assert_eq!(up.target_rate, Some(kbps(2 * INITIAL_KBPS)));
+    let rates: Vec<Bitrate> = up.probes.iter().map(|p| p.rate).collect();
+    assert_eq!(rates, vec![kbps(6 * INITIAL_KBPS), kbps(12 * INITIAL_KBPS)]);
+    g.on_tick(now);
+}
+
+#[test]
+fn probe_after_route_change_when_transport_writable() {
+    let now = Time::from_ms(123);
+    let mut g = gcc(GccConfig::default());
+    assert!(g.on_network_availability(now, false).probes.is_empty());
+    let up = g.on_network_route_change(now, route(kbps(2 * INITIAL_KBPS), Bitrate::ZERO, kbps(20 * INITIAL_KBPS)));
+    assert!(up.probes.is_empty());
+    assert!(!g.on_network_availability(now, true).probes.is_empty());
+}

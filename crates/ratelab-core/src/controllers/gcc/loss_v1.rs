@@ -122,6 +122,15 @@ impl SendSideBwe {
         }
     }
 
+    /// `OnRouteChange`: forget the estimates and loss history; LossBasedBweV2 (libwebrtc
+    /// recreates it only when it is used in the start phase, off by default) and the RTT
+    /// backoff state survive.
+    pub fn on_route_change(&mut self) {
+        let (v2, rtt_backoff, enabled) = (self.v2.take(), std::mem::take(&mut self.rtt_backoff), self.rtt_backoff_enabled);
+        *self = SendSideBwe::new(v2, enabled);
+        self.rtt_backoff = rtt_backoff;
+    }
+
     /// Set the target directly (start rate, probe result), ignoring the delay-based cap once.
     pub fn set_send_bitrate(&mut self, rate: Bitrate, now: Time) {
         self.delay_based_limit = Bitrate::INFINITY;

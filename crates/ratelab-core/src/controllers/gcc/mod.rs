@@ -219,7 +219,6 @@ pub struct Gcc {
 impl Gcc {
     pub fn new(cfg: GccConfig, _cx: &BuildContext) -> Self {
         let r = cfg.resolve();
-        let aimd = AimdConfig { subtract_additional_backoff: r.aimd_backoff_term, ..AimdConfig::default() };
         let v2 = r.loss_v2.then(|| LossBasedBweV2::new(LossV2Config::default()));
         let cwnd = r.cwnd.then(|| {
             let q = if cfg.cwnd_queue_ms.is_finite() { cfg.cwnd_queue_ms.clamp(0.0, 10_000.0) } else { 350.0 };
@@ -234,7 +233,7 @@ impl Gcc {
             min_rate: c.min_rate,
             max_rate: c.max_rate,
             started: false,
-            delay: DelayBasedBwe::new(aimd, cfg.trendline_window.clamp(2, 200)),
+            delay: new_delay_bwe(&cfg, &r),
             ssbe: SendSideBwe::new(v2, cfg.rtt_backoff),
             acked: AckedRate::new(r.acked),
             probe_ctrl: {
@@ -405,19 +404,56 @@ impl Gcc {
 
 fn clamp_rate(r: Bitrate, lo: Bitrate, hi: Bitrate) -> Bitrate { r.max(lo).min(hi.max(lo)) }
 
+fn new_delay_bwe(cfg: &GccConfig, r: &Resolved) -> DelayBasedBwe {
+    let aimd = AimdConfig { subtract_additional_backoff: r.aimd_backoff_term, ..AimdConfig::default() };
+    DelayBasedBwe::new(aimd, cfg.trendline_window.clamp(2, 200))
+}
+
+impl Gcc {
+    /// libwebrtc `ResetConstraints`: constraints to the estimators and the probe controller
+    /// (a zero start rate: none).
+    fn reset_constraints(&mut self, c: &Constraints, now: Time, up: &mut Update) {
+        self.apply_constraints(c);
+        let start = (!c.start_rate.is_zero()).then(|| clamp_rate(c.start_rate, self.min_rate, self.max_rate));
+        if let Some(s) = start {
+            self.delay.set_start_bitrate(s);
+        }
+        self.ssbe.set_bitrates(start, self.min_rate, self.max_rate, now);
+        self.started = true;
+        self.constraints_to_probe_controller(start.unwrap_or(Bitrate::ZERO), now, up);
+    }
+
+    /// `OnNetworkAvailability` (the simulator's network is always available; for drivers and
+    /// the libwebrtc ports).
+    pub fn on_network_availability(&mut self, now: Time, available: bool) -> Update {
+        let mut up = Update::default();
+        let probes = self.probe_ctrl.on_network_availability(available, now);
+        self.add_probes(&mut up, probes);
+        up
+    }
+
+    /// `OnNetworkRouteChange`: new acked, probe and delay-based estimators, the send-side
+    /// estimator and the probe controller reset, then the new constraints (initial probing
+    /// again). Simulated flows keep their route; drivers and the libwebrtc ports call it.
+    pub fn on_network_route_change(&mut self, now: Time, c: Constraints) -> Update {
+        let mut up = Update::default();
+        self.acked = AckedRate::new(self.r.acked);
+        self.probe_est = ProbeBitrateEstimator::default();
+        self.delay = new_delay_bwe(&self.cfg, &self.r);
+        self.ssbe.on_route_change();
+        self.probe_ctrl.reset(now);
+        self.reset_constraints(&c, now, &mut up);
+        self.maybe_trigger(now, &mut up);
+        up
+    }
+}
+
 impl Controller for Gcc {
     fn on_start(&mut self, now: Time, c: Constraints) -> Update {
-        let mut up = Update::default();
-        self.apply_constraints(&c);
-        let start = clamp_rate(c.start_rate, self.min_rate, self.max_rate);
-        self.delay.set_start_bitrate(start);
-        self.ssbe.set_bitrates(Some(start), self.min_rate, self.max_rate, now);
-        self.started = true;
-        // Initial exponential probing at 3× and 6× the start rate (2.8, 2.11).
-        // Network available, then the constraints: initial exponential probing (3×, 6×).
-        let probes = self.probe_ctrl.on_network_availability(true, now);
-        self.add_probes(&mut up, probes);
-        self.constraints_to_probe_controller(start, now, &mut up);
+        // Network available, then the constraints: initial exponential probing at 3× and 6×
+        // the start rate (2.8, 2.11).
+        let mut up = self.on_network_availability(now, true);
+        self.reset_constraints(&c, now, &mut up);
         self.maybe_trigger(now, &mut up);
         up
     }
