@@ -34,6 +34,7 @@ pub mod loss_v1;
 pub mod loss_v2;
 pub mod probe;
 pub mod probe_controller;
+mod route;
 pub mod robust_throughput;
 pub mod trendline;
 
@@ -51,6 +52,7 @@ use delay_based::DelayBasedBwe;
 use loss_v1::SendSideBwe;
 use loss_v2::{LossBasedBweV2, LossV2Config, LossV2State};
 use probe::ProbeBitrateEstimator;
+use route::new_delay_bwe;
 use probe_controller::{LimitedCause, ProbeConfig, ProbeController, ProbeRequest};
 use serde::{Deserialize, Serialize};
 use trendline::BandwidthUsage;
@@ -347,16 +349,6 @@ impl Gcc {
         }
     }
 
-    /// Constraints to the probe controller (`ResetConstraints` → `SetBitrates`); the media max
-    /// is also the max total allocated bitrate (`OnMaxTotalAllocatedBitrate`).
-    fn constraints_to_probe_controller(&mut self, start: Bitrate, now: Time, up: &mut Update) {
-        let mut probes = self.probe_ctrl.set_bitrates(self.min_rate, start, self.max_rate, now);
-        if self.max_rate.is_finite() {
-            probes.extend(self.probe_ctrl.on_max_total_allocated_bitrate(self.max_rate, now));
-        }
-        self.add_probes(up, probes);
-    }
-
     /// Put target / pacing / padding / window into `up` where they changed.
     fn emit_rates(&mut self, up: &mut Update) {
         // DropFrame: the encoder gets the loss-based rate and drops frames instead.
@@ -403,50 +395,6 @@ impl Gcc {
 }
 
 fn clamp_rate(r: Bitrate, lo: Bitrate, hi: Bitrate) -> Bitrate { r.max(lo).min(hi.max(lo)) }
-
-fn new_delay_bwe(cfg: &GccConfig, r: &Resolved) -> DelayBasedBwe {
-    let aimd = AimdConfig { subtract_additional_backoff: r.aimd_backoff_term, ..AimdConfig::default() };
-    DelayBasedBwe::new(aimd, cfg.trendline_window.clamp(2, 200))
-}
-
-impl Gcc {
-    /// libwebrtc `ResetConstraints`: constraints to the estimators and the probe controller
-    /// (a zero start rate: none).
-    fn reset_constraints(&mut self, c: &Constraints, now: Time, up: &mut Update) {
-        self.apply_constraints(c);
-        let start = (!c.start_rate.is_zero()).then(|| clamp_rate(c.start_rate, self.min_rate, self.max_rate));
-        if let Some(s) = start {
-            self.delay.set_start_bitrate(s);
-        }
-        self.ssbe.set_bitrates(start, self.min_rate, self.max_rate, now);
-        self.started = true;
-        self.constraints_to_probe_controller(start.unwrap_or(Bitrate::ZERO), now, up);
-    }
-
-    /// `OnNetworkAvailability` (the simulator's network is always available; for drivers and
-    /// the libwebrtc ports).
-    pub fn on_network_availability(&mut self, now: Time, available: bool) -> Update {
-        let mut up = Update::default();
-        let probes = self.probe_ctrl.on_network_availability(available, now);
-        self.add_probes(&mut up, probes);
-        up
-    }
-
-    /// `OnNetworkRouteChange`: new acked, probe and delay-based estimators, the send-side
-    /// estimator and the probe controller reset, then the new constraints (initial probing
-    /// again). Simulated flows keep their route; drivers and the libwebrtc ports call it.
-    pub fn on_network_route_change(&mut self, now: Time, c: Constraints) -> Update {
-        let mut up = Update::default();
-        self.acked = AckedRate::new(self.r.acked);
-        self.probe_est = ProbeBitrateEstimator::default();
-        self.delay = new_delay_bwe(&self.cfg, &self.r);
-        self.ssbe.on_route_change();
-        self.probe_ctrl.reset(now);
-        self.reset_constraints(&c, now, &mut up);
-        self.maybe_trigger(now, &mut up);
-        up
-    }
-}
 
 impl Controller for Gcc {
     fn on_start(&mut self, now: Time, c: Constraints) -> Update {
