@@ -3,7 +3,8 @@
 //! Components, one file each:
 //! * [`inter_arrival`] (2.3) → [`trendline`] (2.4, 2.5) → [`aimd`] (2.6) with
 //!   [`link_capacity`] (2.6.1), tied together in [`delay_based`];
-//! * [`acked_bitrate`] (2.7), [`probe`] (2.8), [`loss_v1`] (2.9.1, RTT backoff of 2.10, and the
+//! * [`acked_bitrate`] with [`robust_throughput`] (2.7), [`probe`] and [`probe_controller`] (2.8),
+//!   [`loss_v1`] (2.9.1, RTT backoff of 2.10, and the
 //!   send-side estimator that hosts [`loss_v2`], 2.9.2), [`alr`] (2.10), [`cwnd`] (2.10).
 //!
 //! [`Gcc`] runs them in the order of spec 2.1: per feedback RTT bookkeeping, ALR → acked
@@ -11,13 +12,16 @@
 //! probes; `on_tick` every 25 ms drives the probe timers and the loss-based update;
 //! `on_packet_sent` feeds the ALR detector and the in-flight count of the pushback controller.
 //!
-//! Profiles (2.13) are chosen by [`GccConfig::profile`].
+//! Profiles (2.13) are chosen by [`GccConfig::profile`]; docs/controllers/gcc.md says which
+//! behaviour belongs to which and lists the ported libwebrtc unit tests.
 //!
-//! Simulator choices (spec 2.10 asks to record them): the congestion window is applied as
-//! *pushback on the target rate* (the lab's encoder does not drop frames), and — as in libwebrtc
-//! when pushback is on — the window itself is not handed to the pacer unless
-//! [`GccConfig::cwnd_to_pacer`] is set. RTT for AIMD is the per-feedback propagation RTT of 1.3
-//! (spec 2.2, no RTCP RR in the simulator) unless `on_rtt_update` supplies one. Losses reach
+//! Simulator choices (spec 2.10 asks to record them): the congestion window acts by pushback —
+//! in `current` by frame dropping (libwebrtc's `DropFrame:true`: the target stays at the
+//! loss-based rate, `Update::cwnd_reduce_ratio` makes the media sender drop frames), otherwise on
+//! the target rate — and, as in libwebrtc when pushback is on, the window itself is not handed
+//! to the pacer unless [`GccConfig::cwnd_to_pacer`] is set. RTT for AIMD is the per-feedback
+//! propagation RTT of 1.3 (spec 2.2, no RTCP RR in the simulator) unless `on_rtt_update`
+//! supplies one. Losses reach
 //! the classic controller from the transport feedback, aggregated over 1 s as in libwebrtc's
 //! feedback-only mode. The rate evaluation (`MaybeTriggerOnNetworkChanged`) runs after every
 //! feedback, not only after feedbacks that changed the delay-based estimate, so that
