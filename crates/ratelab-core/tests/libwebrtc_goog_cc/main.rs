@@ -3,6 +3,7 @@
 //! One module per libwebrtc test file; each test keeps libwebrtc's test name in snake case.
 
 mod common;
+mod acknowledged_bitrate_estimator;
 mod aimd_rate_control;
 mod alr_detector;
 mod congestion_window_pushback;

@@ -21,7 +21,7 @@ const PROCESS_NOISE: f64 = 5.0;
 const ALR_END_VARIANCE: f64 = 200.0;
 
 /// The windowed Bayesian throughput filter (`bitrate_estimator.cc`). Rates in kbit/s.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BitrateEstimator {
     sum_bytes: i64,
     current_window_ms: i64,
@@ -122,6 +122,8 @@ impl AckedBitrateEstimator {
     }
 
     pub fn bitrate(&self) -> Option<Bitrate> { self.estimator.bitrate() }
+    /// The filter inside (for tests that replay its expected calls).
+    pub fn estimator(&self) -> &BitrateEstimator { &self.estimator }
     pub fn set_alr(&mut self, in_alr: bool) { self.in_alr = in_alr; }
     pub fn set_alr_ended_time(&mut self, t: Time) { self.alr_ended_time = Some(t); }
 }
