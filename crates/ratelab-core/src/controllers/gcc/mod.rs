@@ -303,9 +303,16 @@ impl Gcc {
             return LimitedCause::RttBackoff;
         }
         match self.ssbe.loss_state() {
+            // libwebrtc: no probes while padding (as while decreasing), only while increasing.
             LossV2State::Increasing => LimitedCause::LossLimitedIncreasing,
-            LossV2State::IncreaseUsingPadding | LossV2State::Decreasing => LimitedCause::LossLimited,
-            LossV2State::DelayBasedEstimate => LimitedCause::DelayLimited,
+            LossV2State::Decreasing | LossV2State::IncreaseUsingPadding => LimitedCause::LossLimited,
+            LossV2State::DelayBasedEstimate => {
+                if self.delay.state() == BandwidthUsage::Overusing {
+                    LimitedCause::DelayLimitedDelayIncreased
+                } else {
+                    LimitedCause::DelayLimited
+                }
+            }
         }
     }
 
