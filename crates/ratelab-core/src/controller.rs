@@ -103,11 +103,14 @@ pub struct Update {
     /// Congestion window: `Some(Bytes::INFINITY)` removes the window.
     pub cwnd: Option<Bytes>,
     pub probes: Vec<ProbeCluster>,
+    /// Congestion-window pushback by frame dropping (libwebrtc `cwnd_reduce_ratio`): the
+    /// share of the target the encoder should shed by dropping frames; 0 stops dropping.
+    pub cwnd_reduce_ratio: Option<f64>,
 }
 
 impl Update {
     pub fn is_empty(&self) -> bool {
-        self.target_rate.is_none() && self.pacing_rate.is_none() && self.padding_rate.is_none() && self.cwnd.is_none() && self.probes.is_empty()
+        self.target_rate.is_none() && self.pacing_rate.is_none() && self.padding_rate.is_none() && self.cwnd.is_none() && self.probes.is_empty() && self.cwnd_reduce_ratio.is_none()
     }
     /// Fold a later update into this one (later values win, probes accumulate).
     pub fn merge(&mut self, later: Update) {
@@ -115,6 +118,7 @@ impl Update {
         if later.pacing_rate.is_some() { self.pacing_rate = later.pacing_rate; }
         if later.padding_rate.is_some() { self.padding_rate = later.padding_rate; }
         if later.cwnd.is_some() { self.cwnd = later.cwnd; }
+        if later.cwnd_reduce_ratio.is_some() { self.cwnd_reduce_ratio = later.cwnd_reduce_ratio; }
         self.probes.extend(later.probes);
     }
     /// Target and pacing set together (pacing = factor × target).

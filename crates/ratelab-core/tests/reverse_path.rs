@@ -209,24 +209,34 @@ fn reverse_queueing_costs_rtt_based_copa_but_not_delay_gradient_controllers() {
     assert!(copa < -4.0, "copa {copa:+.1} pp");
 }
 
-/// GCC (`current`) in rmcat-5.3: when the reverse capacity drops at 35 s the backward flow's
-/// queue delays the forward flow's feedback by ~0.5 s; bytes in flight then exceed the
-/// congestion window (min RTT + 350 ms, spec 2.10) and pushback drives the forward target to its
-/// 150 kbit/s minimum although the forward link is not congested. Without the window it stays
-/// high. Measured (seed 1): minimum forward target over 35–39 s 150 vs 915 kbit/s.
+/// GCC in rmcat-5.3: when the reverse capacity drops at 35 s the backward flow's queue delays
+/// the forward flow's feedback by ~0.5 s; bytes in flight then exceed the congestion window
+/// (min RTT + 350 ms, spec 2.10). With pushback on the target (libwebrtc before DropFrame,
+/// `cwnd_drop_frame = false`) the forward target falls to its 150 kbit/s minimum although the
+/// forward link is not congested; with today's DropFrame pushback (`current` default) the
+/// target stays at the loss-based rate and the encoder drops frames instead; without the
+/// window nothing happens. Measured (seed 1), minimum over 35–39 s: target 150 / 915+ / 915+
+/// kbit/s; encoder rate (frame drops not counted) 680 with DropFrame vs 841 without window.
 #[test]
 fn delayed_feedback_triggers_gcc_window_pushback() {
-    let min_target = |cwnd: bool| {
+    let run = |params: serde_json::Value| {
         let mut sc = rmcat_5_3("gcc", false);
-        sc.flows[0].params = serde_json::json!({"cwnd": cwnd});
+        sc.flows[0].params = params;
         let mut sim = build_simulation(&sc, 1, None).unwrap();
         sim.run_to_end();
         let s = sim.take_series();
-        (0..s.len()).filter(|&i| s.flow[i] == 0 && (35.0..39.0).contains(&s.t_s[i])).map(|i| s.target_kbps[i]).fold(f64::INFINITY, f64::min)
+        let rows: Vec<usize> = (0..s.len()).filter(|&i| s.flow[i] == 0 && (35.0..39.0).contains(&s.t_s[i])).collect();
+        let min_target = rows.iter().map(|&i| s.target_kbps[i]).fold(f64::INFINITY, f64::min);
+        let encoder = rows.iter().map(|&i| s.encoder_kbps[i]).fold(f64::INFINITY, f64::min);
+        (min_target, encoder)
     };
-    let (with, without) = (min_target(true), min_target(false));
-    assert!(with <= 160.0, "with the window: {with}");
+    let (on_target, _) = run(serde_json::json!({"cwnd": true, "cwnd_drop_frame": false}));
+    let (drop_target, drop_encoder) = run(serde_json::json!({"cwnd": true}));
+    let (without, without_encoder) = run(serde_json::json!({"cwnd": false}));
+    assert!(on_target <= 160.0, "pushback on the target: {on_target}");
+    assert!(drop_target >= 800.0, "DropFrame keeps the target: {drop_target}");
     assert!(without >= 800.0, "without the window: {without}");
+    assert!(drop_encoder < 0.9 * without_encoder, "DropFrame sheds encoder rate: {drop_encoder} vs {without_encoder}");
 }
 
 mod random_two_way {

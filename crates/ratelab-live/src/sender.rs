@@ -237,7 +237,7 @@ impl Sender {
                 // As sim/mod.rs on_frame: scheduled pauses, the encoder-pause rule, packetization
                 // feeding the overhead accounting.
                 m.in_pause = m.scheduled_pause(next_frame);
-                if !m.paused && !m.in_pause {
+                if !m.paused && !m.in_pause && !m.cwnd_drops_frame() {
                     let f = m.encoder.encode(next_frame);
                     stats.frames_encoded += 1;
                     let parts: Vec<Bytes> = packetize(f.size, m.max_payload).collect();

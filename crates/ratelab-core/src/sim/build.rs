@@ -141,6 +141,9 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         include_report_time: fc.feedback.report_time,
         pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
         in_pause: false,
+        cwnd_reduce_ratio: 0.0,
+        cwnd_drop_interval: None,
+        cwnd_frame_counter: 0,
     })
 }
 

@@ -39,15 +39,24 @@ pub struct MediaFlow {
     pub pauses: Vec<(Time, Time)>,
     /// Inside a scheduled pause at the last frame time.
     pub in_pause: bool,
+    /// Congestion-window pushback by frame dropping (`Update::cwnd_reduce_ratio`).
+    pub cwnd_reduce_ratio: f64,
+    /// Drop every n-th frame (libwebrtc `VideoStreamEncoder::cwnd_frame_drop_interval_`).
+    pub cwnd_drop_interval: Option<u64>,
+    pub cwnd_frame_counter: u64,
 }
 
 impl MediaFlow {
     /// Apply a controller update to encoder and pacer.
     pub fn apply(&mut self, now: Time, u: Update) {
+        if let Some(r) = u.cwnd_reduce_ratio { self.cwnd_reduce_ratio = if r.is_finite() { r.clamp(0.0, 1.0) } else { 0.0 }; }
         if let Some(t) = u.target_rate {
             let t = t.max(self.constraints.min_rate).min(self.constraints.max_rate);
             self.target = t;
-            self.encoder.set_target(self.encoder_target());
+        }
+        if u.target_rate.is_some() || u.cwnd_reduce_ratio.is_some() {
+            let t = self.encoder_target();
+            self.encoder.set_target(t);
         }
         if let Some(p) = u.pacing_rate { self.pacer.set_pacing_rate(p.max(Bitrate::from_kbps(10))); }
         if let Some(p) = u.padding_rate { self.pacer.set_padding_rate(p); }
@@ -56,8 +65,22 @@ impl MediaFlow {
     }
 
     /// The rate handed to the encoder: the target, minus header overhead when accounted.
-    pub fn encoder_target(&self) -> Bitrate {
-        if self.overhead_accounting { self.target.scale(self.payload_share) } else { self.target }
+    /// Frame dropping for congestion-window pushback lowers it by the dropped share.
+    pub fn encoder_target(&mut self) -> Bitrate {
+        let t = if self.overhead_accounting { self.target.scale(self.payload_share) } else { self.target };
+        self.cwnd_drop_interval = cwnd_drop_interval(t, self.cwnd_reduce_ratio, self.constraints.min_rate);
+        match self.cwnd_drop_interval {
+            Some(n) => Bitrate::from_bps(t.bps() - t.bps() / n as i64),
+            None => t,
+        }
+    }
+
+    /// Whether the next frame is dropped for the congestion window (counts the frame).
+    pub fn cwnd_drops_frame(&mut self) -> bool {
+        let Some(n) = self.cwnd_drop_interval else { return false };
+        let drop = self.cwnd_frame_counter % n == 0;
+        self.cwnd_frame_counter += 1;
+        drop
     }
 
     /// Track the payload share of a packetized frame (EWMA, gain 0.1).
@@ -66,7 +89,8 @@ impl MediaFlow {
         let avg = frame_payload.as_f64() / packets as f64;
         let share = avg / (avg + self.header.as_f64()).max(1.0);
         self.payload_share += 0.1 * (share - self.payload_share);
-        self.encoder.set_target(self.encoder_target());
+        let t = self.encoder_target();
+            self.encoder.set_target(t);
     }
 
     /// Whether `now` falls inside a scheduled pause.
@@ -78,5 +102,35 @@ impl MediaFlow {
     /// queue time exceeds the limit.
     pub fn check_pause(&mut self) {
         if self.pause_allowed { self.paused = self.pacer.expected_queue_time() > self.queue_time_limit; }
+    }
+}
+
+/// libwebrtc `VideoStreamEncoder::UpdateTargetBitrate`: with a pushback ratio above 1 % and a
+/// target above the codec minimum, drop one frame in `target / shed` (at most every second),
+/// where `shed = min(target × ratio, target − min)`.
+pub fn cwnd_drop_interval(target: Bitrate, ratio: f64, codec_min: Bitrate) -> Option<u64> {
+    if !(ratio > 0.01) || target.bps() <= 0 || target <= codec_min {
+        return None;
+    }
+    let shed = ((target.bps() as f64 * ratio) as i64).min(target.bps() - codec_min.bps());
+    (shed > 0).then(|| (target.bps() / shed).max(2) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwnd_drop_interval_as_video_stream_encoder() {
+        let k = Bitrate::from_kbps;
+        assert_eq!(cwnd_drop_interval(k(1000), 0.0, k(30)), None);
+        assert_eq!(cwnd_drop_interval(k(1000), 0.01, k(30)), None, "needs more than 1 %");
+        // 10 % shed: every 10th frame.
+        assert_eq!(cwnd_drop_interval(k(1000), 0.1, k(30)), Some(10));
+        // At most every second frame.
+        assert_eq!(cwnd_drop_interval(k(1000), 0.9, k(30)), Some(2));
+        // Shed limited by the codec minimum: 1000 − 900 = 100 kbit/s, every 10th.
+        assert_eq!(cwnd_drop_interval(k(1000), 0.5, k(900)), Some(10));
+        assert_eq!(cwnd_drop_interval(k(30), 0.5, k(30)), None, "at the codec minimum");
     }
 }

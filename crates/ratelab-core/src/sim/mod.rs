@@ -237,7 +237,7 @@ impl Simulation {
             m.in_pause = scheduled;
             if scheduled { m.receiver.pause() } else { m.receiver.resume() }
         }
-        if !m.paused && !scheduled {
+        if !m.paused && !scheduled && !m.cwnd_drops_frame() {
             let frame = m.encoder.encode(now);
             let payloads: Vec<_> = packetize(frame.size, m.max_payload).collect();
             m.observe_packetization(frame.size, payloads.len());

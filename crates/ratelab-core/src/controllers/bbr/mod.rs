@@ -71,7 +71,7 @@ impl<R: BbrRule> BbrSender<R> {
         let (target, pacing) = (target.min(hi).max(lo), pacing.min(hi).max(lo));
         self.last_target = target;
         let padding = if self.rule.pad_when_probing() && self.model.is_probing_for_bandwidth() { pacing } else { Bitrate::ZERO };
-        Update { target_rate: Some(target), pacing_rate: Some(pacing), padding_rate: Some(padding), cwnd, probes: Vec::new() }
+        Update { target_rate: Some(target), pacing_rate: Some(pacing), padding_rate: Some(padding), cwnd, probes: Vec::new(), cwnd_reduce_ratio: None }
     }
 }
 

@@ -334,6 +334,7 @@ impl Cross {
             padding_rate: Some(Bitrate::ZERO),
             cwnd: None,
             probes: Vec::new(),
+            cwnd_reduce_ratio: None,
         }
     }
 

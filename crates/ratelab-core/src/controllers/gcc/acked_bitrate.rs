@@ -5,8 +5,10 @@
 //! 150 ms); each window's rate `z` updates a scalar Bayesian filter whose measurement noise
 //! grows with the relative innovation `10·|R̂ − z|/R̂`.
 
+use super::robust_throughput::{RobustSettings, RobustThroughputEstimator};
 use crate::controller::PacketResult;
 use crate::units::{Bitrate, Bytes, Time};
+use serde::{Deserialize, Serialize};
 
 const INITIAL_WINDOW_MS: i64 = 500;
 const WINDOW_MS: i64 = 150;
@@ -19,7 +21,7 @@ const PROCESS_NOISE: f64 = 5.0;
 const ALR_END_VARIANCE: f64 = 200.0;
 
 /// The windowed Bayesian throughput filter (`bitrate_estimator.cc`). Rates in kbit/s.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BitrateEstimator {
     sum_bytes: i64,
     current_window_ms: i64,
@@ -120,8 +122,60 @@ impl AckedBitrateEstimator {
     }
 
     pub fn bitrate(&self) -> Option<Bitrate> { self.estimator.bitrate() }
+    /// The filter inside (for tests that replay its expected calls).
+    pub fn estimator(&self) -> &BitrateEstimator { &self.estimator }
     pub fn set_alr(&mut self, in_alr: bool) { self.in_alr = in_alr; }
     pub fn set_alr_ended_time(&mut self, t: Time) { self.alr_ended_time = Some(t); }
+}
+
+/// Which acknowledged-bitrate estimator GCC runs (`AcknowledgedBitrateEstimatorInterface::Create`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AckedEstimatorKind {
+    /// `RobustThroughputEstimator`, libwebrtc's default since 2023 (`current`).
+    Robust,
+    /// The Bayesian `AcknowledgedBitrateEstimator` of M60/M84.
+    Bayesian,
+}
+
+/// The acknowledged-bitrate estimator of one GCC instance.
+#[derive(Clone, Debug)]
+pub enum AckedRate {
+    Robust(RobustThroughputEstimator),
+    Bayesian(AckedBitrateEstimator),
+}
+
+impl AckedRate {
+    pub fn new(kind: AckedEstimatorKind) -> Self {
+        match kind {
+            AckedEstimatorKind::Robust => AckedRate::Robust(RobustThroughputEstimator::new(RobustSettings::default())),
+            AckedEstimatorKind::Bayesian => AckedRate::Bayesian(AckedBitrateEstimator::default()),
+        }
+    }
+    /// `packets` are the received packets sorted by arrival time.
+    pub fn incoming(&mut self, packets: &[PacketResult]) {
+        match self {
+            AckedRate::Robust(e) => e.incoming(packets),
+            AckedRate::Bayesian(e) => e.incoming(packets),
+        }
+    }
+    pub fn bitrate(&self) -> Option<Bitrate> {
+        match self {
+            AckedRate::Robust(e) => e.bitrate(),
+            AckedRate::Bayesian(e) => e.bitrate(),
+        }
+    }
+    /// ALR only matters to the Bayesian filter (the robust estimator ignores it, as libwebrtc's).
+    pub fn set_alr(&mut self, in_alr: bool) {
+        if let AckedRate::Bayesian(e) = self {
+            e.set_alr(in_alr);
+        }
+    }
+    pub fn set_alr_ended_time(&mut self, t: Time) {
+        if let AckedRate::Bayesian(e) = self {
+            e.set_alr_ended_time(t);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -48,17 +48,31 @@ pub struct AimdConfig {
     pub subtract_additional_backoff: bool,
     /// Response time `2·(rtt + 100 ms)` (adaptive-threshold trial, on by default) instead of `rtt + 100 ms`.
     pub double_response_time: bool,
+    /// `WebRTC-DontIncreaseDelayBasedBweInAlr` (off by default): hold the estimate in ALR.
+    pub no_increase_in_alr: bool,
+    /// `WebRTC-Bwe-EstimateBoundedIncrease` (on by default): a network-state estimate's upper
+    /// bound caps the estimate...
+    pub estimate_bounded_increase: bool,
+    /// ...but never below the current estimate (`c_upper`, on by default).
+    pub current_as_min_upper_bound: bool,
 }
 
 impl Default for AimdConfig {
-    fn default() -> Self { AimdConfig { subtract_additional_backoff: true, double_response_time: true } }
+    fn default() -> Self {
+        AimdConfig {
+            subtract_additional_backoff: true,
+            double_response_time: true,
+            no_increase_in_alr: false,
+            estimate_bounded_increase: true,
+            current_as_min_upper_bound: true,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
 pub struct AimdRateControl {
     cfg: AimdConfig,
     min_bitrate: Bitrate,
-    max_bitrate: Bitrate,
     current: Bitrate,
     latest_throughput: Bitrate,
     capacity: LinkCapacityEstimator,
@@ -67,6 +81,12 @@ pub struct AimdRateControl {
     time_first_throughput: Option<Time>,
     initialized: bool,
     rtt: Duration,
+    in_alr: bool,
+    /// Network-state estimate bounds (`NetworkStateEstimate::link_capacity_lower/upper`).
+    network_lower: Option<Bitrate>,
+    network_upper: Option<Bitrate>,
+    /// Size of the last decrease, for the expected bandwidth period.
+    last_decrease: Option<Bitrate>,
 }
 
 impl AimdRateControl {
@@ -74,7 +94,6 @@ impl AimdRateControl {
         AimdRateControl {
             cfg,
             min_bitrate: MIN_BITRATE_FLOOR,
-            max_bitrate: Bitrate::from_kbps(30_000),
             current: Bitrate::from_kbps(30_000),
             latest_throughput: Bitrate::from_kbps(30_000),
             capacity: LinkCapacityEstimator::default(),
@@ -83,19 +102,32 @@ impl AimdRateControl {
             time_first_throughput: None,
             initialized: false,
             rtt: DEFAULT_RTT,
+            in_alr: false,
+            network_lower: None,
+            network_upper: None,
+            last_decrease: None,
         }
     }
 
     pub fn set_start_bitrate(&mut self, start: Bitrate) {
-        self.current = self.clamp(start);
+        self.current = start.max(self.min_bitrate);
         self.latest_throughput = self.current;
         self.initialized = true;
     }
 
-    pub fn set_min_max(&mut self, min: Bitrate, max: Bitrate) {
+    /// Only the minimum binds AIMD (libwebrtc's `SetMinBitrate`); the maximum is applied by
+    /// the send-side estimator, so the delay-based estimate may exceed it.
+    pub fn set_min(&mut self, min: Bitrate) {
         self.min_bitrate = min.max(MIN_BITRATE_FLOOR);
-        self.max_bitrate = max.max(self.min_bitrate);
-        self.current = self.clamp(self.current);
+        self.current = self.current.max(self.min_bitrate);
+    }
+
+    pub fn set_in_alr(&mut self, in_alr: bool) { self.in_alr = in_alr; }
+
+    /// A network-state estimate's capacity bounds (`SetNetworkStateEstimate`).
+    pub fn set_network_state_estimate(&mut self, lower: Option<Bitrate>, upper: Option<Bitrate>) {
+        self.network_lower = lower.filter(|r| r.is_finite());
+        self.network_upper = upper.filter(|r| r.is_finite());
     }
 
     pub fn set_rtt(&mut self, rtt: Duration) {
@@ -130,8 +162,9 @@ impl AimdRateControl {
     /// (Reading: the throughput shortcut of [`Self::time_to_reduce_further`] is not applied
     /// here, otherwise every overusing feedback would halve the rate.)
     pub fn initial_time_to_reduce_further(&self, now: Time) -> bool {
-        let interval = self.rtt.clamp(MIN_REDUCTION_INTERVAL, MAX_REDUCTION_INTERVAL);
-        self.valid_estimate() && self.time_last_change.is_none_or(|t| now - t >= interval)
+        // libwebrtc passes `LatestEstimate()/2 − 1 bps` as the throughput, which is always
+        // below half the estimate: once valid, every overusing feedback may halve.
+        self.valid_estimate() && self.time_to_reduce_further(now, self.current / 2 - Bitrate::from_bps(1))
     }
 
     /// Set the estimate directly (probe result, initial halving).
@@ -179,7 +212,10 @@ impl AimdRateControl {
                 if throughput > self.capacity.upper_bound() {
                     self.capacity.reset();
                 }
-                let limit = throughput.scale(1.5) + THROUGHPUT_LIMIT_OFFSET;
+                let mut limit = throughput.scale(1.5) + THROUGHPUT_LIMIT_OFFSET;
+                if self.cfg.no_increase_in_alr && self.in_alr {
+                    limit = self.current;
+                }
                 if self.current < limit {
                     let increased = if self.capacity.has_estimate() {
                         self.current + self.additive_increase(now)
@@ -204,7 +240,10 @@ impl AimdRateControl {
                 if decreased < self.current {
                     new_bitrate = Some(decreased);
                 }
-                if self.initialized && throughput < self.capacity.lower_bound() {
+                if self.initialized && throughput < self.current {
+                    self.last_decrease = Some(new_bitrate.map_or(Bitrate::ZERO, |n| self.current - n));
+                }
+                if throughput < self.capacity.lower_bound() {
                     self.capacity.reset();
                 }
                 self.initialized = true;
@@ -250,20 +289,44 @@ impl AimdRateControl {
         Bitrate::from_bps_f64(self.near_max_increase_bps_per_s() * dt)
     }
 
-    /// About one average packet per response time, at least 4 kbit/s per second (2.6).
+    /// About one average packet per response time, at least 4 kbit/s per second (2.6). Whole
+    /// bytes and bit/s as libwebrtc's unit arithmetic (frame interval 33 333 µs).
     pub fn near_max_increase_bps_per_s(&self) -> f64 {
-        let frame_bytes = self.current.bps_f64() / 8.0 / FRAMES_PER_SECOND;
-        let packets_per_frame = (frame_bytes / PACKET_SIZE_BYTES).ceil().max(1.0);
-        let avg_packet_bytes = frame_bytes / packets_per_frame;
+        let frame_us = 1_000_000 / FRAMES_PER_SECOND as i64;
+        let frame_bytes = (self.current.bps().saturating_mul(frame_us) + 4_000_000) / 8_000_000;
+        let packets_per_frame = (frame_bytes as f64 / PACKET_SIZE_BYTES).ceil().max(1.0);
+        let avg_packet_bytes = (frame_bytes as f64 / packets_per_frame).round() as i64;
         let mut response = self.rtt + RESPONSE_TIME_OFFSET;
         if self.cfg.double_response_time {
             response = response * 2;
         }
-        let v = 8.0 * avg_packet_bytes / response.as_secs_f64().max(1e-3);
-        if v.is_finite() { v.max(MIN_INCREASE_BPS_PER_S) } else { MIN_INCREASE_BPS_PER_S }
+        let v = (avg_packet_bytes * 8_000_000 / response.as_us().max(1)) as f64;
+        v.max(MIN_INCREASE_BPS_PER_S)
     }
 
-    fn clamp(&self, r: Bitrate) -> Bitrate { r.max(self.min_bitrate).min(self.max_bitrate) }
+    /// Time to recover the last decrease at the near-max rate, 2…50 s; 3 s before any
+    /// decrease (`GetExpectedBandwidthPeriod`).
+    pub fn expected_bandwidth_period(&self) -> Duration {
+        let Some(d) = self.last_decrease else { return Duration::from_secs(3) };
+        let secs = d.bps_f64() / self.near_max_increase_bps_per_s();
+        Duration::from_secs_f64(secs.min(1e6)).clamp(Duration::from_secs(2), Duration::from_secs(50))
+    }
+
+    /// libwebrtc `ClampBitrate`: the network-state estimate's bounds, then the minimum (no
+    /// maximum).
+    fn clamp(&self, r: Bitrate) -> Bitrate {
+        let mut r = r;
+        if let (true, Some(up)) = (self.cfg.estimate_bounded_increase, self.network_upper) {
+            let upper = if self.cfg.current_as_min_upper_bound { up.max(self.current) } else { up };
+            r = r.min(upper);
+        }
+        if let Some(lo) = self.network_lower {
+            if r < self.current {
+                r = self.current.min(r.max(lo.scale(BETA)));
+            }
+        }
+        r.max(self.min_bitrate)
+    }
 }
 
 #[cfg(test)]
@@ -274,8 +337,8 @@ mod tests {
     fn kbps(v: i64) -> Bitrate { Bitrate::from_kbps(v) }
 
     fn aimd(subtract: bool) -> AimdRateControl {
-        let mut a = AimdRateControl::new(AimdConfig { subtract_additional_backoff: subtract, double_response_time: true });
-        a.set_min_max(kbps(5), kbps(30_000));
+        let mut a = AimdRateControl::new(AimdConfig { subtract_additional_backoff: subtract, ..AimdConfig::default() });
+        a.set_min(kbps(5));
         a.set_start_bitrate(kbps(1000));
         a
     }
@@ -325,9 +388,9 @@ mod tests {
     #[test]
     fn additive_increase_near_max_by_hand() {
         let mut a = aimd(false);
-        // rtt 200 ms, A = 1000 kbit/s: frame 4166.7 B, 4 packets of 1041.7 B,
-        // response 2·(200 + 100) = 600 ms: v = 8·1041.67/0.6 = 13 888.9 bit/s per s.
-        assert!((a.near_max_increase_bps_per_s() - 8.0 * (1e6 / 8.0 / 30.0 / 4.0) / 0.6).abs() < 1e-6);
+        // rtt 200 ms, A = 1000 kbit/s: frame 1 Mbit/s × 33 333 µs = 4166.6 → 4167 B, 4 packets
+        // of 1041.75 → 1042 B, response 2·(200 + 100) = 600 ms: v = 1042·8/0.6 = 13 893 bit/s².
+        assert_eq!(a.near_max_increase_bps_per_s(), 13_893.0);
         // Low rates use the 4 kbit/s/s floor.
         a.set_start_bitrate(kbps(50));
         assert_eq!(a.near_max_increase_bps_per_s(), 4000.0);
@@ -351,12 +414,13 @@ mod tests {
         assert!(a.time_to_reduce_further(ms(50), kbps(800)));
         // Throughput below half the estimate: immediately.
         assert!(a.time_to_reduce_further(ms(1), kbps(100)));
-        // Initial halving is rate-limited at clamp(rtt) as well (200 ms with the default rtt).
+        // Initial halving: libwebrtc hands `estimate/2 − 1 bps` as the throughput, so it is
+        // allowed on every overusing feedback once the estimate is valid.
         let mut a = aimd(true);
         assert!(a.initial_time_to_reduce_further(ms(0)));
         a.set_estimate(a.latest_estimate() / 2, ms(0));
-        assert!(!a.initial_time_to_reduce_further(ms(100)));
-        assert!(a.initial_time_to_reduce_further(ms(200)));
+        assert!(a.initial_time_to_reduce_further(ms(1)));
+        assert!(!AimdRateControl::new(AimdConfig::default()).initial_time_to_reduce_further(ms(0)), "not before a valid estimate");
     }
 
     #[test]

@@ -42,38 +42,52 @@ impl IntervalBudget {
     }
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct AlrDetector {
+    /// Budget fill rate / estimate; ALR starts above `start` and ends below `stop` budget
+    /// ratio (libwebrtc `WebRTC-AlrDetectorParameters` bw_usage / start / stop).
+    usage: f64,
+    start: f64,
+    stop: f64,
     budget: IntervalBudget,
-    last_send_ms: Option<i64>,
+    last_send: Option<Time>,
     alr_start: Option<Time>,
 }
 
+impl Default for AlrDetector {
+    fn default() -> Self { AlrDetector::with_params(BANDWIDTH_USAGE_RATIO, START_BUDGET_RATIO, STOP_BUDGET_RATIO) }
+}
+
 impl AlrDetector {
+    pub fn with_params(usage: f64, start: f64, stop: f64) -> Self {
+        AlrDetector { usage, start, stop, budget: IntervalBudget::default(), last_send: None, alr_start: None }
+    }
+
     /// Feed every sent packet.
     pub fn on_bytes_sent(&mut self, bytes: Bytes, send_time: Time) {
-        let now_ms = send_time.as_us().div_euclid(1000);
-        let Some(last) = self.last_send_ms else {
+        let Some(last) = self.last_send else {
             // The duration of the first send is unknown.
-            self.last_send_ms = Some(now_ms);
+            self.last_send = Some(send_time);
             return;
         };
-        let dt = now_ms - last;
-        self.last_send_ms = Some(now_ms.max(last));
+        // `TimeDelta::ms()`: rounded to the nearest millisecond.
+        let dt_ms = round_div((send_time - last).as_us(), 1000);
+        self.last_send = Some(send_time);
         self.budget.use_budget(bytes.get());
-        self.budget.increase(dt);
+        self.budget.increase(dt_ms);
         let ratio = self.budget.ratio();
-        if ratio > START_BUDGET_RATIO && self.alr_start.is_none() {
+        if ratio > self.start && self.alr_start.is_none() {
             self.alr_start = Some(send_time);
-        } else if ratio < STOP_BUDGET_RATIO && self.alr_start.is_some() {
+        } else if ratio < self.stop && self.alr_start.is_some() {
             self.alr_start = None;
         }
     }
 
-    /// The target rate changed: the budget fills at 65 % of it.
+    /// The target rate changed: the budget fills at 65 % of it, in whole kbit/s rounded to
+    /// nearest (`(bitrate * ratio).kbps()`).
     pub fn set_estimated_bitrate(&mut self, target: Bitrate) {
-        let kbps = (target.bps_f64() * BANDWIDTH_USAGE_RATIO / 1000.0) as i64;
-        self.budget.set_target_kbps(kbps);
+        let bps = (target.bps_f64() * self.usage).round() as i64;
+        self.budget.set_target_kbps(round_div(bps, 1000));
     }
 
     /// Start of the current ALR, if in one.
@@ -81,6 +95,9 @@ impl AlrDetector {
     pub fn in_alr(&self) -> bool { self.alr_start.is_some() }
     pub fn budget_ratio(&self) -> f64 { self.budget.ratio() }
 }
+
+/// Integer division rounded to nearest, halves away from zero (libwebrtc `DivideRoundToNearest`).
+fn round_div(v: i64, d: i64) -> i64 { if v >= 0 { (v + d / 2) / d } else { (v - d / 2) / d } }
 
 #[cfg(test)]
 mod tests {

@@ -57,6 +57,8 @@ impl CongestionWindow {
     pub fn set_outstanding(&mut self, in_flight: Bytes) { self.outstanding = in_flight.max(Bytes::ZERO); }
 
     pub fn window(&self) -> Option<Bytes> { self.window }
+    /// Set the window directly (`SetDataWindow`; libwebrtc's `InitWin` trial presets it).
+    pub fn set_data_window(&mut self, w: Bytes) { self.window = Some(w); }
     pub fn ratio(&self) -> f64 { self.ratio }
 
     /// Pushback (2.10): adapt the ratio to the window fill and return the pushed-back target.
@@ -73,7 +75,8 @@ impl CongestionWindow {
         } else {
             self.ratio = (self.ratio * 1.05).min(1.0);
         }
-        let adjusted = target.scale(self.ratio);
+        // Truncated to whole bit/s as libwebrtc's `static_cast<uint32_t>`.
+        let adjusted = Bitrate::from_bps((target.bps() as f64 * self.ratio) as i64);
         // Not below the pushback floor, unless the original target already is.
         if adjusted < self.min_pushback { target.min(self.min_pushback) } else { adjusted }
     }

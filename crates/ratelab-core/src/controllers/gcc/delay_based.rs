@@ -44,9 +44,13 @@ impl DelayBasedBwe {
     }
 
     pub fn set_start_bitrate(&mut self, r: Bitrate) { self.aimd.set_start_bitrate(r); }
-    pub fn set_min_max(&mut self, min: Bitrate, max: Bitrate) { self.aimd.set_min_max(min, max); }
+    pub fn set_min(&mut self, min: Bitrate) { self.aimd.set_min(min); }
     pub fn set_rtt(&mut self, rtt: Duration) { self.aimd.set_rtt(rtt); }
     pub fn last_estimate(&self) -> Bitrate { self.aimd.latest_estimate() }
+    /// `LatestEstimate`: only once AIMD holds a valid estimate.
+    pub fn latest_valid_estimate(&self) -> Option<Bitrate> { self.aimd.valid_estimate().then(|| self.aimd.latest_estimate()) }
+    /// `GetExpectedBwePeriod` (AIMD's expected bandwidth period).
+    pub fn expected_bwe_period(&self) -> Duration { self.aimd.expected_bandwidth_period() }
     pub fn state(&self) -> BandwidthUsage { self.trendline.state() }
     pub fn trendline(&self) -> &Trendline { &self.trendline }
     pub fn aimd(&self) -> &AimdRateControl { &self.aimd }
@@ -66,7 +70,9 @@ impl DelayBasedBwe {
             self.last_seen_packet = Some(now);
             let deltas = self.inter_arrival.compute_deltas(p.sent.send_time, recv, now, p.sent.size);
             if let Some(d) = deltas {
-                self.trendline.update(d.arrival_delta.as_ms_f64(), d.send_delta.as_ms_f64(), recv.as_ms_f64(), true);
+                // libwebrtc passes `receive_time.ms()`: whole milliseconds, rounded to nearest.
+                let arrival_ms = (recv.as_us() + 500).div_euclid(1000) as f64;
+                self.trendline.update(d.arrival_delta.as_ms_f64(), d.send_delta.as_ms_f64(), arrival_ms, true);
             }
             let s = self.trendline.state();
             if prev_state == BandwidthUsage::Underusing && s == BandwidthUsage::Normal {
@@ -148,7 +154,7 @@ mod tests {
     #[test]
     fn growing_delay_decreases_to_085_of_acked() {
         let mut d = DelayBasedBwe::new(AimdConfig::default(), 20);
-        d.set_min_max(kbps(30), kbps(10_000));
+        d.set_min(kbps(30));
         d.set_start_bitrate(kbps(1000));
         let res = run(&mut d, 500, 30, kbps(800));
         assert!(res.iter().any(|r| r.state == BandwidthUsage::Overusing));
@@ -159,7 +165,7 @@ mod tests {
     #[test]
     fn flat_delay_increases() {
         let mut d = DelayBasedBwe::new(AimdConfig::default(), 20);
-        d.set_min_max(kbps(30), kbps(10_000));
+        d.set_min(kbps(30));
         d.set_start_bitrate(kbps(1000));
         let res = run(&mut d, 0, 40, kbps(1000));
         assert!(res.iter().all(|r| r.state == BandwidthUsage::Normal));
@@ -169,7 +175,7 @@ mod tests {
     #[test]
     fn probe_sets_estimate_and_only_losses_do_nothing() {
         let mut d = DelayBasedBwe::new(AimdConfig::default(), 20);
-        d.set_min_max(kbps(30), kbps(10_000));
+        d.set_min(kbps(30));
         d.set_start_bitrate(kbps(300));
         let p = PacketResult {
             sent: SentPacket { seq: 1, size: Bytes::new(1000), send_time: Time::from_ms(0), probe_cluster: None, is_padding: false, data_in_flight: Bytes::ZERO },

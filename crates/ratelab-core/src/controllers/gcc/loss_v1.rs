@@ -122,6 +122,15 @@ impl SendSideBwe {
         }
     }
 
+    /// `OnRouteChange`: forget the estimates and loss history; LossBasedBweV2 (libwebrtc
+    /// recreates it only when it is used in the start phase, off by default) and the RTT
+    /// backoff state survive.
+    pub fn on_route_change(&mut self) {
+        let (v2, rtt_backoff, enabled) = (self.v2.take(), std::mem::take(&mut self.rtt_backoff), self.rtt_backoff_enabled);
+        *self = SendSideBwe::new(v2, enabled);
+        self.rtt_backoff = rtt_backoff;
+    }
+
     /// Set the target directly (start rate, probe result), ignoring the delay-based cap once.
     pub fn set_send_bitrate(&mut self, rate: Bitrate, now: Time) {
         self.delay_based_limit = Bitrate::INFINITY;
@@ -224,8 +233,8 @@ impl SendSideBwe {
             }
             if r != self.current_target {
                 self.min_bitrate_history.clear();
-                let h = if self.v2.is_some() { r } else { self.current_target };
-                self.min_bitrate_history.push_back((now, h));
+                // The history keeps the rate *before* the jump (libwebrtc, with or without v2).
+                self.min_bitrate_history.push_back((now, self.current_target));
                 self.update_target(r, now);
                 return;
             }

@@ -3,7 +3,8 @@
 //! Components, one file each:
 //! * [`inter_arrival`] (2.3) → [`trendline`] (2.4, 2.5) → [`aimd`] (2.6) with
 //!   [`link_capacity`] (2.6.1), tied together in [`delay_based`];
-//! * [`acked_bitrate`] (2.7), [`probe`] (2.8), [`loss_v1`] (2.9.1, RTT backoff of 2.10, and the
+//! * [`acked_bitrate`] with [`robust_throughput`] (2.7), [`probe`] and [`probe_controller`] (2.8),
+//!   [`loss_v1`] (2.9.1, RTT backoff of 2.10, and the
 //!   send-side estimator that hosts [`loss_v2`], 2.9.2), [`alr`] (2.10), [`cwnd`] (2.10).
 //!
 //! [`Gcc`] runs them in the order of spec 2.1: per feedback RTT bookkeeping, ALR → acked
@@ -11,13 +12,16 @@
 //! probes; `on_tick` every 25 ms drives the probe timers and the loss-based update;
 //! `on_packet_sent` feeds the ALR detector and the in-flight count of the pushback controller.
 //!
-//! Profiles (2.13) are chosen by [`GccConfig::profile`].
+//! Profiles (2.13) are chosen by [`GccConfig::profile`]; docs/controllers/gcc.md says which
+//! behaviour belongs to which and lists the ported libwebrtc unit tests.
 //!
-//! Simulator choices (spec 2.10 asks to record them): the congestion window is applied as
-//! *pushback on the target rate* (the lab's encoder does not drop frames), and — as in libwebrtc
-//! when pushback is on — the window itself is not handed to the pacer unless
-//! [`GccConfig::cwnd_to_pacer`] is set. RTT for AIMD is the per-feedback propagation RTT of 1.3
-//! (spec 2.2, no RTCP RR in the simulator) unless `on_rtt_update` supplies one. Losses reach
+//! Simulator choices (spec 2.10 asks to record them): the congestion window acts by pushback —
+//! in `current` by frame dropping (libwebrtc's `DropFrame:true`: the target stays at the
+//! loss-based rate, `Update::cwnd_reduce_ratio` makes the media sender drop frames), otherwise on
+//! the target rate — and, as in libwebrtc when pushback is on, the window itself is not handed
+//! to the pacer unless [`GccConfig::cwnd_to_pacer`] is set. RTT for AIMD is the per-feedback
+//! propagation RTT of 1.3 (spec 2.2, no RTCP RR in the simulator) unless `on_rtt_update`
+//! supplies one. Losses reach
 //! the classic controller from the transport feedback, aggregated over 1 s as in libwebrtc's
 //! feedback-only mode. The rate evaluation (`MaybeTriggerOnNetworkChanged`) runs after every
 //! feedback, not only after feedbacks that changed the delay-based estimate, so that
@@ -33,6 +37,9 @@ pub mod link_capacity;
 pub mod loss_v1;
 pub mod loss_v2;
 pub mod probe;
+pub mod probe_controller;
+mod route;
+pub mod robust_throughput;
 pub mod trendline;
 
 #[cfg(test)]
@@ -41,14 +48,16 @@ mod tests;
 use super::BuildContext;
 use crate::controller::{Constraints, Controller, Diagnostics, PacketResult, SentPacket, TransportFeedback, Update};
 use crate::units::{Bitrate, Bytes, Duration, Time};
-use acked_bitrate::AckedBitrateEstimator;
+use acked_bitrate::{AckedEstimatorKind, AckedRate};
 use aimd::AimdConfig;
 use alr::AlrDetector;
 use cwnd::CongestionWindow;
 use delay_based::DelayBasedBwe;
 use loss_v1::SendSideBwe;
 use loss_v2::{LossBasedBweV2, LossV2Config, LossV2State};
-use probe::{LimitedCause, ProbeBitrateEstimator, ProbeController};
+use probe::ProbeBitrateEstimator;
+use route::new_delay_bwe;
+use probe_controller::{LimitedCause, ProbeConfig, ProbeController, ProbeRequest};
 use serde::{Deserialize, Serialize};
 use trendline::BandwidthUsage;
 
@@ -73,13 +82,23 @@ pub enum GccProfile {
 pub struct GccConfig {
     /// `"current"` (default), `"m84"` or `"m60"` (spec 2.13).
     pub profile: GccProfile,
-    /// Pacing rate / target after the first transport feedback. Unset: 1.1 for `current`,
-    /// 2.5 for `m84`/`m60` (spec 2.10, 2.13).
+    /// Pacing rate / target. Unset: `initial_pacing_factor` until the first transport
+    /// feedback, then 1.1 for `current` and 2.5 for `m84`/`m60` (spec 2.10, 2.13). Set: this
+    /// factor from the start (libwebrtc's `pacing_factor_.value_or(...)`).
     pub pacing_factor: Option<f64>,
     /// Pacing rate / target before the first transport feedback (spec 2.10: 2.5).
     pub initial_pacing_factor: f64,
     /// Congestion window with pushback on/off. Unset: on for `current`, off for `m84`/`m60`.
     pub cwnd: Option<bool>,
+    /// Pushback by frame dropping (libwebrtc's `DropFrame:true`, today's default): the target
+    /// stays at the loss-based rate and the encoder drops frames by the pushback ratio
+    /// (`Update::cwnd_reduce_ratio`). Off: pushback lowers the target (older libwebrtc).
+    /// Unset: on for `current`, off for `m84`/`m60`.
+    pub cwnd_drop_frame: Option<bool>,
+    /// Acknowledged-bitrate estimator: `"robust"` (`RobustThroughputEstimator`) or
+    /// `"bayesian"` (`AcknowledgedBitrateEstimator`). Unset: robust for `current`, bayesian
+    /// for `m84`/`m60`.
+    pub acked_estimator: Option<AckedEstimatorKind>,
     /// Queue time added to the min feedback RTT in the window (ms; spec 2.10: 350).
     pub cwnd_queue_ms: f64,
     /// Pushback never lowers the target below this (kbit/s; spec 2.10: 30), unless the
@@ -113,6 +132,8 @@ impl Default for GccConfig {
             pacing_factor: None,
             initial_pacing_factor: 2.5,
             cwnd: None,
+            cwnd_drop_frame: None,
+            acked_estimator: None,
             cwnd_queue_ms: 350.0,
             cwnd_min_pushback_kbps: 30.0,
             cwnd_to_pacer: false,
@@ -130,9 +151,13 @@ impl Default for GccConfig {
 /// Profile defaults resolved with the overrides.
 #[derive(Clone, Copy, Debug)]
 struct Resolved {
-    pacing_factor: f64,
+    /// `None`: the default pair (initial factor before the first feedback, profile after).
+    pacing_factor: Option<f64>,
+    profile_pacing_factor: f64,
     initial_pacing_factor: f64,
     cwnd: bool,
+    drop_frame: bool,
+    acked: AckedEstimatorKind,
     loss_v2: bool,
     aimd_backoff_term: bool,
 }
@@ -142,9 +167,12 @@ impl GccConfig {
         let current = self.profile == GccProfile::Current;
         let sane = |v: f64, d: f64| if v.is_finite() && v > 0.0 { v } else { d };
         Resolved {
-            pacing_factor: sane(self.pacing_factor.unwrap_or(if current { 1.1 } else { 2.5 }), if current { 1.1 } else { 2.5 }),
+            pacing_factor: self.pacing_factor.map(|f| sane(f, if current { 1.1 } else { 2.5 })),
+            profile_pacing_factor: if current { 1.1 } else { 2.5 },
             initial_pacing_factor: sane(self.initial_pacing_factor, 2.5),
             cwnd: self.cwnd.unwrap_or(current),
+            drop_frame: self.cwnd_drop_frame.unwrap_or(current),
+            acked: self.acked_estimator.unwrap_or(if current { AckedEstimatorKind::Robust } else { AckedEstimatorKind::Bayesian }),
             loss_v2: self.loss_v2.unwrap_or(current),
             aimd_backoff_term: self.aimd_backoff_term.unwrap_or(current),
         }
@@ -161,7 +189,7 @@ pub struct Gcc {
     started: bool,
     delay: DelayBasedBwe,
     ssbe: SendSideBwe,
-    acked: AckedBitrateEstimator,
+    acked: AckedRate,
     probe_ctrl: ProbeController,
     probe_est: ProbeBitrateEstimator,
     alr: AlrDetector,
@@ -176,6 +204,11 @@ pub struct Gcc {
     last_loss_based_target: Bitrate,
     last_pushback_target: Bitrate,
     last_loss_state: LossV2State,
+    last_fraction_loss: u8,
+    last_rtt: Duration,
+    /// `(loss-based − pushback) / loss-based` of the last evaluation (DropFrame mode).
+    cwnd_reduce_ratio: f64,
+    emitted_reduce_ratio: Option<f64>,
     // Last values emitted in an `Update`.
     emitted_target: Option<Bitrate>,
     emitted_pacing: Option<Bitrate>,
@@ -192,7 +225,6 @@ pub struct Gcc {
 impl Gcc {
     pub fn new(cfg: GccConfig, _cx: &BuildContext) -> Self {
         let r = cfg.resolve();
-        let aimd = AimdConfig { subtract_additional_backoff: r.aimd_backoff_term, double_response_time: true };
         let v2 = r.loss_v2.then(|| LossBasedBweV2::new(LossV2Config::default()));
         let cwnd = r.cwnd.then(|| {
             let q = if cfg.cwnd_queue_ms.is_finite() { cfg.cwnd_queue_ms.clamp(0.0, 10_000.0) } else { 350.0 };
@@ -207,10 +239,14 @@ impl Gcc {
             min_rate: c.min_rate,
             max_rate: c.max_rate,
             started: false,
-            delay: DelayBasedBwe::new(aimd, cfg.trendline_window.clamp(2, 200)),
+            delay: new_delay_bwe(&cfg, &r),
             ssbe: SendSideBwe::new(v2, cfg.rtt_backoff),
-            acked: AckedBitrateEstimator::default(),
-            probe_ctrl: ProbeController::new(cfg.probing, cfg.alr_probing),
+            acked: AckedRate::new(r.acked),
+            probe_ctrl: {
+                let mut p = ProbeController::new(ProbeConfig::default());
+                p.enable_periodic_alr_probing(cfg.alr_probing);
+                p
+            },
             probe_est: ProbeBitrateEstimator::default(),
             alr: AlrDetector::default(),
             cwnd,
@@ -223,6 +259,10 @@ impl Gcc {
             last_loss_based_target: Bitrate::ZERO,
             last_pushback_target: Bitrate::ZERO,
             last_loss_state: LossV2State::DelayBasedEstimate,
+            last_fraction_loss: 0,
+            last_rtt: Duration::ZERO,
+            cwnd_reduce_ratio: 0.0,
+            emitted_reduce_ratio: None,
             emitted_target: None,
             emitted_pacing: None,
             emitted_padding: None,
@@ -240,17 +280,25 @@ impl Gcc {
         let max = if c.max_rate.is_zero() { Bitrate::INFINITY } else { c.max_rate.max(min) };
         self.min_rate = min;
         self.max_rate = max;
-        self.delay.set_min_max(min, max);
+        self.delay.set_min(min);
         self.ssbe.set_min_max(min, max);
-        self.probe_ctrl.set_max_bitrate(max);
     }
 
     fn pacing_factor(&self) -> f64 {
-        if self.first_feedback_seen { self.r.pacing_factor } else { self.r.initial_pacing_factor }
+        match self.r.pacing_factor {
+            Some(f) => f,
+            None if self.first_feedback_seen => self.r.profile_pacing_factor,
+            None => self.r.initial_pacing_factor,
+        }
     }
 
     /// Why the estimate is limited (for the probe controller, 2.8).
+    /// `GetBandwidthLimitedCause`: any over- *or* under-use blocks probing first; the padding
+    /// state counts as loss-limited (no probes), only `Increasing` allows loss-limited probes.
     fn limited_cause(&self) -> LimitedCause {
+        if self.delay.state() != BandwidthUsage::Normal {
+            return LimitedCause::DelayLimitedDelayIncreased;
+        }
         if self.ssbe.is_rtt_above_limit() {
             return LimitedCause::RttBackoff;
         }
@@ -273,13 +321,26 @@ impl Gcc {
         let loss_target = self.ssbe.target();
         let state = self.ssbe.loss_state();
         let mut pushback_target = loss_target;
+        let mut reduce_ratio = 0.0;
         if let Some(cw) = self.cwnd.as_mut() {
             pushback_target = cw.pushback(loss_target).max(self.ssbe.min_bitrate());
+            if self.r.drop_frame && !loss_target.is_zero() {
+                reduce_ratio = (loss_target.bps() - pushback_target.bps()) as f64 / loss_target.bps() as f64;
+            }
         }
-        if loss_target != self.last_loss_based_target || pushback_target != self.last_pushback_target || state != self.last_loss_state {
+        let (fraction_loss, rtt) = (self.ssbe.fraction_loss(), self.ssbe.round_trip_time());
+        if loss_target != self.last_loss_based_target
+            || pushback_target != self.last_pushback_target
+            || state != self.last_loss_state
+            || fraction_loss != self.last_fraction_loss
+            || rtt != self.last_rtt
+        {
             self.last_loss_based_target = loss_target;
             self.last_pushback_target = pushback_target;
             self.last_loss_state = state;
+            self.last_fraction_loss = fraction_loss;
+            self.last_rtt = rtt;
+            self.cwnd_reduce_ratio = reduce_ratio;
             self.alr.set_estimated_bitrate(loss_target);
             let cause = self.limited_cause();
             let probes = self.probe_ctrl.set_estimated_bitrate(loss_target, cause, now);
@@ -288,16 +349,26 @@ impl Gcc {
         self.emit_rates(up);
     }
 
-    fn add_probes(&mut self, up: &mut Update, probes: Vec<crate::controller::ProbeCluster>) {
-        for p in &probes {
-            self.probe_est.register(p);
+    fn add_probes(&mut self, up: &mut Update, probes: Vec<ProbeRequest>) {
+        if !self.cfg.probing {
+            return;
         }
-        up.probes.extend(probes);
+        for p in probes {
+            let c = crate::controller::ProbeCluster { id: p.id, rate: p.rate, min_packets: p.target_probe_count, min_duration: p.target_duration };
+            self.probe_est.register(&c);
+            up.probes.push(c);
+        }
     }
 
     /// Put target / pacing / padding / window into `up` where they changed.
     fn emit_rates(&mut self, up: &mut Update) {
-        let target = clamp_rate(self.last_pushback_target, self.min_rate, self.max_rate);
+        // DropFrame: the encoder gets the loss-based rate and drops frames instead.
+        let encoder_rate = if self.r.drop_frame { self.last_loss_based_target } else { self.last_pushback_target };
+        let target = clamp_rate(encoder_rate, self.min_rate, self.max_rate);
+        if self.r.drop_frame && self.emitted_reduce_ratio != Some(self.cwnd_reduce_ratio) {
+            self.emitted_reduce_ratio = Some(self.cwnd_reduce_ratio);
+            up.cwnd_reduce_ratio = Some(self.cwnd_reduce_ratio);
+        }
         let pacing_base = self.last_loss_based_target;
         let pacing = clamp_rate(pacing_base.scale(self.pacing_factor()), Bitrate::from_bps(1), Bitrate::INFINITY);
         let mut padding = if self.last_loss_state == LossV2State::IncreaseUsingPadding { self.last_loss_based_target } else { Bitrate::ZERO };
@@ -338,15 +409,10 @@ fn clamp_rate(r: Bitrate, lo: Bitrate, hi: Bitrate) -> Bitrate { r.max(lo).min(h
 
 impl Controller for Gcc {
     fn on_start(&mut self, now: Time, c: Constraints) -> Update {
-        let mut up = Update::default();
-        self.apply_constraints(&c);
-        let start = clamp_rate(c.start_rate, self.min_rate, self.max_rate);
-        self.delay.set_start_bitrate(start);
-        self.ssbe.set_bitrates(Some(start), self.min_rate, self.max_rate, now);
-        self.started = true;
-        // Initial exponential probing at 3× and 6× the start rate (2.8, 2.11).
-        let probes = self.probe_ctrl.on_network_available(now, start);
-        self.add_probes(&mut up, probes);
+        // Network available, then the constraints: initial exponential probing at 3× and 6×
+        // the start rate (2.8, 2.11).
+        let mut up = self.on_network_availability(now, true);
+        self.reset_constraints(&c, now, &mut up);
         self.maybe_trigger(now, &mut up);
         up
     }
@@ -421,7 +487,7 @@ impl Controller for Gcc {
         let alr_start = self.alr.alr_start_time();
         if self.previously_in_alr && alr_start.is_none() {
             self.acked.set_alr_ended_time(now);
-            self.probe_ctrl.set_alr_ended(now);
+            self.probe_ctrl.set_alr_ended_time(now);
         }
         self.previously_in_alr = alr_start.is_some();
         let in_alr = alr_start.is_some();
@@ -466,7 +532,7 @@ impl Controller for Gcc {
         // 7. Target, pushback, pacing, probes.
         self.maybe_trigger(now, &mut up);
         if res.recovered_from_overuse {
-            self.probe_ctrl.set_alr_start(alr_start);
+            self.probe_ctrl.set_alr_start_time(alr_start);
             let probes = self.probe_ctrl.request_probe(now);
             self.add_probes(&mut up, probes);
         }
@@ -483,7 +549,8 @@ impl Controller for Gcc {
             return up;
         }
         self.ssbe.update_estimate(now);
-        self.probe_ctrl.set_alr_start(self.alr.alr_start_time());
+        // No ALR probing before the first transport feedback (libwebrtc).
+        self.probe_ctrl.set_alr_start_time(if self.first_feedback_seen { self.alr.alr_start_time() } else { None });
         let probes = self.probe_ctrl.process(now);
         self.add_probes(&mut up, probes);
         self.update_cwnd();
@@ -501,7 +568,9 @@ impl Controller for Gcc {
         self.apply_constraints(&c);
         let mut up = Update::default();
         if self.started {
-            // Re-clamp the current estimates (the start rate only matters at on_start).
+            // Re-clamp the current estimates (the start rate only matters at on_start); a raised
+            // max (or allocation, in ALR) is probed.
+            self.constraints_to_probe_controller(Bitrate::ZERO, now, &mut up);
             self.ssbe.update_estimate(now);
             self.maybe_trigger(now, &mut up);
         }
@@ -544,3 +613,6 @@ impl Controller for Gcc {
         out.push(("cwnd_bytes", self.cwnd.as_ref().and_then(|c| c.window()).map_or(0.0, |w| w.as_f64())));
     }
 }
+
+/// The acknowledged-bitrate estimator a configuration runs (profile default or override).
+pub fn resolved_acked_estimator(cfg: &GccConfig) -> AckedEstimatorKind { cfg.resolve().acked }
