@@ -85,7 +85,7 @@ def ranking(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "utilization": _mean([m["utilization"] for m in mine]),
             "throughput_kbps": _mean([m["throughput_kbps"] for m in mine]),
             "owd_ms_p95": _median([m["owd_ms_p95"] for m in mine]),
-            "queue_delay_ms_p95": _median([m["queue_delay_ms_p95"] for m in mine]),
+            "queue_delay_ms_p95": _median([m.get("queue_delay_ms_p95") for m in mine]),
             "freeze_ratio": _mean([m["freeze_ratio"] for m in mine]),
             "loss_rate": _mean([m["loss_rate"] for m in mine]),
         })

@@ -54,7 +54,7 @@ def write_report(results: Sequence[ScenarioRun], path: str | Path, title: str = 
         return write_run_page(res, res.runs[0], path, images[id(res)].get(res.runs[0].name), title=title)
     body = [f"<h1>{_e(title)}</h1>", f'<p class="meta">{_meta_line(results)}</p>']
     names = list(dict.fromkeys(r.name for res in results for r in res.runs))
-    if plots and path.parent is not None:
+    if plots:
         body += _comparison_figures(results, path, names)
     body.append(_overview(results, path))
     for res in results:
@@ -163,6 +163,9 @@ def _section(res: ScenarioRun, images: dict[str, Path], page: Path, single: bool
         parts.append(_img(images["comparison"], "One panel per controller, same axes: the media flows' target rate "
                                                 "against the capacity (grey), and the bottleneck's queuing delay below.",
                           alt=f"{res.title or sc.name}: time series per controller"))
+    elif len(res.runs) == 1 and res.runs[0].name in images:
+        parts.append(_img(images[res.runs[0].name], f"{res.runs[0].name}: rates against the capacity, delays, loss "
+                                                     "and freezes over time.", alt=f"{res.runs[0].name} over time"))
     parts.append(f"<details><summary>Every flow of every run ({sum(len(r.flows) for r in res.runs)} rows)</summary>"
                  + _flow_table(res, res.runs, page) + "</details>")
     return "\n".join(parts)
@@ -180,6 +183,7 @@ def _controller_table(res: ScenarioRun, page: Path, overview: bool) -> str:
             return None
         return sum(vals) if how == "sum" else max(vals) if how == "max" else sum(vals) / len(vals)
 
+    two_way = any(run.reverse_link is not None for run in res.runs)
     cols = [
         Column("controller", lambda r: r.name, left=True, cell=lambda r: _run_link(r, page)),
         Column("media util. (%)", lambda r: run_point(r.flows)[0], "pct0", best="max"),
@@ -189,7 +193,9 @@ def _controller_table(res: ScenarioRun, page: Path, overview: bool) -> str:
         Column("loss (%)", lambda r: agg(r, "loss_rate", "mean"), "pct0"),
         Column("frozen (%)", lambda r: agg(r, "freeze_ratio", "mean"), "pct0", best="min"),
         Column("PSNR (dB)", lambda r: agg(r, "psnr_db_mean", "mean"), "{:.1f}", best="max"),
-        Column("link util. (%)", lambda r: r.link.get("utilization"), "pct0"),
+        Column("link util. (%)" + (" fwd / rev" if two_way else ""), lambda r: r.link.get("utilization"), "pct0",
+               cell=lambda r: fmt(r.link.get("utilization"), "pct0") + (
+                   " / " + fmt(r.reverse_link.get("utilization"), "pct0") if r.reverse_link is not None else "")),
         Column("Jain", lambda r: r.link.get("jain_index"), "{:.3f}"),
         Column("sim speed (×)", lambda r: r.sim_speed, "{:.0f}"),
     ]
