@@ -74,7 +74,7 @@ def check_page(page: Path, shots: Path, sort_col: int = 1) -> dict:
     no external reference."""
     browser = chromium()
     shots.mkdir(parents=True, exist_ok=True)
-    shot = shots / (page.stem + "-1280.png")
+    shot = shots / f"{page.parent.name}-{page.stem}-1280.png"
     res = _headless(browser, f"--screenshot={shot}", page.as_uri())
     console = [ln for ln in res.stderr.splitlines() if "CONSOLE" in ln]
     assert shot.is_file() and shot.stat().st_size > 5_000, res.stderr[-2000:]

@@ -48,7 +48,7 @@ def test_single_run_page(core, cli, tmp_path):
     assert f"report:  {page}" in r.stdout
     assert not (tmp_path / "run" / "report.html").exists()
     html = page.read_text()
-    assert "Flows" in html and "media0" in html and "tcp" in html.lower()
+    assert "<h2>Flows</h2>" in html and "<td class=\"l\">media</td>" in html and "<td class=\"l\">tcp</td>" in html
     probe = check_page(page, tmp_path / "shots")
     assert probe["images"] == 1
 
