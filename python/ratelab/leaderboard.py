@@ -190,17 +190,23 @@ def write_leaderboard(root: Path, path: Path, title: str = "ratelab leaderboard"
     return path
 
 
+#: The media metrics of a controller (over traces, or on one trace): columns of both tables.
+METRIC_COLUMNS = [
+    Column("util. (%)", lambda r: r["utilization"], "pct0", best="max"),
+    Column("throughput (kbit/s)", lambda r: r["throughput_kbps"], "{:.0f}"),
+    Column("OWD p95 (ms)", lambda r: r["owd_ms_p95"], "{:.0f}", best="min"),
+    Column("queuing p95 (ms)", lambda r: r["queue_delay_ms_p95"], "ms", best="min"),
+    Column("frozen (%)", lambda r: r["freeze_ratio"], "pct0", best="min"),
+    Column("loss (%)", lambda r: r["loss_rate"], "pct0"),
+]
+
+
 def _ranking_table(rank: list[dict[str, Any]], front: set[str]) -> str:
     cols = [
         Column("#", lambda r: r["place"], "{:.0f}"),
         Column("controller", lambda r: r["controller"], left=True),
         Column("score", lambda r: r["score"], "{:.2f}", best="min"),
-        Column("util. (%)", lambda r: r["utilization"], "pct0", best="max"),
-        Column("throughput (kbit/s)", lambda r: r["throughput_kbps"], "{:.0f}"),
-        Column("OWD p95 (ms)", lambda r: r["owd_ms_p95"], "{:.0f}", best="min"),
-        Column("queuing p95 (ms)", lambda r: r["queue_delay_ms_p95"], "ms", best="min"),
-        Column("frozen (%)", lambda r: r["freeze_ratio"], "pct0", best="min"),
-        Column("loss (%)", lambda r: r["loss_rate"], "pct0"),
+        *METRIC_COLUMNS,
         Column("traces", lambda r: r["traces"], "{:.0f}"),
         Column("Pareto", lambda r: "yes" if r["controller"] in front else "", left=True),
     ]
@@ -216,12 +222,7 @@ def _trace_section(root: Path, assets: Path, trace: str, rows: list[dict[str, An
 
     cols = [
         Column("controller", lambda r: r["controller"], left=True),
-        Column("util. (%)", lambda r: r["utilization"], "pct0", best="max"),
-        Column("throughput (kbit/s)", lambda r: r["throughput_kbps"], "{:.0f}"),
-        Column("OWD p95 (ms)", lambda r: r["owd_ms_p95"], "{:.0f}", best="min"),
-        Column("queuing p95 (ms)", lambda r: r["queue_delay_ms_p95"], "ms", best="min"),
-        Column("frozen (%)", lambda r: r["freeze_ratio"], "pct0", best="min"),
-        Column("loss (%)", lambda r: r["loss_rate"], "pct0"),
+        *METRIC_COLUMNS,
         Column("seeds", lambda r: r["seeds"], "{:.0f}"),
     ]
     order = {n: i for i, n in enumerate(names)}
