@@ -151,9 +151,14 @@ def plot_small_multiples(runs: Sequence[Any], png_path: str | Path, title: str =
     n = len(data)
     ncols = 1 if n == 1 else 2 if n <= 4 else 3 if n <= 9 else 4
     nrows = math.ceil(n / ncols)
-    fig = Figure(figsize=(WIDTH_IN, 2.35 * nrows + 0.7), layout="constrained")
-    outer = fig.add_gridspec(nrows, ncols)
+    height = 2.35 * nrows + 0.9 + (0.3 if title else 0.0)
+    fig = Figure(figsize=(WIDTH_IN, height))
+    # Fixed margins instead of constrained layout: the grid is regular, and the layout engine
+    # would measure every one of the 2 × n axes (seconds per figure on the leaderboard).
+    outer = fig.add_gridspec(nrows, ncols, left=0.6 / WIDTH_IN, right=0.995, bottom=0.5 / height,
+                             top=1 - (0.45 + (0.3 if title else 0.0)) / height, wspace=0.06, hspace=0.22)
     rate_axes, delay_axes = [], []
+    caps: list[float] = []  # each panel's 99th-percentile capacity (kbit/s)
     multi = False
     for i, (run, s) in enumerate(data):
         sub = outer[i // ncols, i % ncols].subgridspec(2, 1, height_ratios=[2, 1], hspace=0.05)
@@ -169,6 +174,7 @@ def plot_small_multiples(runs: Sequence[Any], png_path: str | Path, title: str =
                                    if first is None or f.get("direction") == first.get("direction")])
         t, idx = np.unique(s["t_s"][rows], return_index=True)
         cap = s["capacity_kbps"][rows][idx]
+        caps.append(float(np.percentile(cap[np.isfinite(cap)], 99)) if np.isfinite(cap).any() else math.nan)
         if np.isfinite(cap).any():
             ax_r.step(t, cap / 1000, where="post", **{**CAPACITY_STYLE, "lw": 2})
         for j, f in enumerate(shown):
@@ -191,15 +197,20 @@ def plot_small_multiples(runs: Sequence[Any], png_path: str | Path, title: str =
             ax_d.set_xlabel("time (s)", fontsize=8)
         for ax in (ax_r, ax_d):
             ax.grid(True, alpha=0.25)
-    rate_axes[0].set_ylim(0, max(_robust_top(ax) for ax in rate_axes))
+    # Shared rate axis: up to the highest line, but at most 2.5 × the capacity, so that one
+    # controller's spikes do not flatten every other panel (lines above are cut at the top).
+    top = max(_robust_top(ax) for ax in rate_axes)
+    cap_top = max((c for c in caps if math.isfinite(c)), default=0.0) / 1000
+    rate_axes[0].set_ylim(0, min(top, 2.5 * cap_top) if cap_top > 0 else top)
     delay_axes[0].set_ylim(0, max(_delay_top(ax) for ax in delay_axes))
     handles = [Line2D([], [], **{**CAPACITY_STYLE, "lw": 2}),
                Line2D([], [], color="0.2", lw=1.1, label="target rate" + (" (first media flow in the controller's colour)" if multi else "")),
                Line2D([], [], color="C3", lw=6, alpha=0.45, label="bottleneck queuing delay")]
-    fig.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=8, frameon=False)
+    top = 1 - (0.3 / height if title else 0.0)
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, top), ncols=3, fontsize=8, frameon=False)
     if title:
-        fig.suptitle(title, fontsize=10)
-    return _save_png(fig, png_path, dpi=dpi)
+        fig.suptitle(title, fontsize=10, y=1 - 0.05 / height, va="top")
+    return _save_png(fig, png_path, dpi=dpi, palette=True)
 
 
 def _floored(p: Point) -> Point:

@@ -7,6 +7,10 @@ Ranking: on each trace, controllers are ranked by media utilization (higher is b
 95th-percentile one-way delay (lower is better) and by freeze ratio (lower is better), each
 averaged over seeds; a controller's score on the trace is the mean of its three ranks and its
 overall score the mean over traces (lower is better, 1 is best everywhere).
+
+The page (docs/reports.md): a Pareto plot per group of traces (all, then per network from
+``traces/index.csv``) with the spread over seeds, the sortable ranking, CDFs over runs, and per
+trace a fold-out with its table and the time series as small multiples.
 """
 
 from __future__ import annotations

@@ -43,7 +43,8 @@ def plot_run(run: RunResult, png_path: str | Path, title: str = "") -> Path | No
         q = s["queue_ms"][rows][idx]
         ax_owd.fill_between(t, 0, np.nan_to_num(q), step="post", color="0.6" if ls == "-" else "0.8", alpha=0.5, lw=0,
                             label=f"{label.replace('capacity', '').strip() or 'bottleneck'} queuing delay")
-    has_loss = "lost_packets" in s
+    # Live runs (and series files older than these columns) have no per-interval loss or freezes.
+    has_loss = "lost_packets" in s and bool(np.isfinite(s["lost_packets"]).any())
     freezes_drawn = False
     for j, f in enumerate(run.flows):
         m = s["flow"] == f["id"]
@@ -66,7 +67,7 @@ def plot_run(run: RunResult, png_path: str | Path, title: str = "") -> Path | No
             sec, lost = _per_second(t, s["lost_packets"][m])
             if np.nansum(lost) > 0:
                 ax_loss.step(sec, lost, where="post", lw=1, color=color, label=f"{label} lost")
-        if "freezes" in s:
+        if has_loss and "freezes" in s:
             fz = s["freezes"][m]
             ok = np.isfinite(fz)
             at = t[ok][1:][np.diff(fz[ok]) > 0] if ok.sum() > 1 else np.array([])
@@ -90,7 +91,7 @@ def plot_run(run: RunResult, png_path: str | Path, title: str = "") -> Path | No
     if ax_loss.get_legend_handles_labels()[0]:
         ax_loss.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     else:
-        ax_loss.text(0.5, 0.5, "no loss, no freezes" if has_loss else "no per-interval loss in this series file",
+        ax_loss.text(0.5, 0.5, "no loss, no freezes" if has_loss else "no per-interval loss or freezes in this series file",
                      transform=ax_loss.transAxes, ha="center", va="center", color="0.4", fontsize=9)
         ax_loss.set_ylim(0, 1)
     for ax in (ax_rate, ax_owd, ax_loss):
@@ -148,16 +149,29 @@ def _capacity(ax: Any, s: dict[str, np.ndarray], rows: np.ndarray | None = None,
         ax.step(t, cap / 1000, where="post", **{**CAPACITY_STYLE, **style})
 
 
-def _save_png(fig: Any, png_path: str | Path, dpi: int = 100) -> Path:
+def _save_png(fig: Any, png_path: str | Path, dpi: int = 100, palette: bool = False) -> Path:
     """Render ``fig`` on an Agg canvas and write it as a PNG (100 dpi) under a temporary name,
-    then rename it into place (readers never see half a file)."""
+    then rename it into place (readers never see half a file). ``palette``: store it with 256
+    colours (a plot has few; the file shrinks about threefold, which matters for pages that
+    inline dozens of figures)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     png_path = Path(png_path)
     png_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = png_path.with_name(png_path.name + ".part")
     FigureCanvasAgg(fig)
-    fig.savefig(tmp, format="png", dpi=dpi)
+    if palette:
+        import io
+
+        from PIL import Image  # matplotlib's own dependency
+
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi)
+        buf.seek(0)
+        img = Image.open(buf).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        img.save(tmp, format="png", optimize=True)
+    else:
+        fig.savefig(tmp, format="png", dpi=dpi)
     tmp.replace(png_path)
     return png_path
 
