@@ -19,7 +19,10 @@ import pytest
 WIDTH, HEIGHT = 1280, 800
 
 PROBE_HEAD = """<script>window.__errors = [];
-window.addEventListener('error', function (e) { window.__errors.push(String(e.message || e.type)); }, true);</script>"""
+window.addEventListener('error', function (e) {
+  var t = e.target;
+  window.__errors.push(t && t.tagName === 'IMG' ? 'image failed: ' + t.alt : String(e.message || e.type));
+}, true);</script>"""
 
 #: Measures after load; then clicks the header of column ``SORT_COL`` of the first sortable table
 #: twice and records that column's order after each click.
@@ -77,7 +80,10 @@ def check_page(page: Path, shots: Path, sort_col: int = 1) -> dict:
     shot = shots / f"{page.parent.name}-{page.stem}-1280.png"
     res = _headless(browser, f"--screenshot={shot}", page.as_uri())
     console = [ln for ln in res.stderr.splitlines() if "CONSOLE" in ln]
-    assert shot.is_file() and shot.stat().st_size > 5_000, res.stderr[-2000:]
+    assert shot.is_file(), res.stderr[-2000:]
+    from PIL import Image
+
+    assert Image.open(shot).size == (WIDTH, HEIGHT)
     print(f"screenshot of {page.name} at {WIDTH} px: {shot}")
     assert console == [], console
 
@@ -92,7 +98,7 @@ def check_page(page: Path, shots: Path, sort_col: int = 1) -> dict:
     m = re.search(r"data-probe=\"([^\"]*)\"", res.stdout)
     assert m, res.stderr[-2000:]
     probe = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
-    assert probe["errors"] == []
+    assert probe["errors"] == [], probe["errors"]
     assert probe["images"] > 0 and probe["decoded"] == probe["images"], probe["broken"]
     assert probe["innerWidth"] == WIDTH
     assert probe["scrollWidth"] <= probe["innerWidth"], f"page scrolls sideways: {probe['scrollWidth']} px"

@@ -87,3 +87,28 @@ def test_leaderboard_page(tmp_path, core, cli):
     assert probe["tables"][0]["id"] == "ranking" and probe["tables"][0]["rows"] == len(ctrl)
     assert_sorted(probe)
     assert "Bars span the lowest to the highest per-seed mean" in html
+
+
+def test_the_probe_catches_what_it_checks(tmp_path):
+    """The harness itself: a page that scrolls sideways, holds a broken image or throws fails."""
+    from ratelab.page import document
+
+    def page(name: str, body: str):
+        p = tmp_path / f"{name}.html"
+        p.write_text(document(name, [body]))
+        return p
+
+    with pytest.raises(AssertionError, match="scrolls sideways"):
+        check_page(page("wide", '<div style="width: 1600px">wide</div><img alt="x" src="data:image/png;base64,'
+                                + _PIXEL + '">'), tmp_path / "shots")
+    with pytest.raises(AssertionError, match="image failed: broken"):
+        check_page(page("broken", '<img alt="broken" src="data:image/png;base64,AAAA">'), tmp_path / "shots")
+    with pytest.raises(AssertionError, match="undefinedCall"):
+        check_page(page("throws", '<img alt="x" src="data:image/png;base64,' + _PIXEL + '"><script>undefinedCall();</script>'),
+                   tmp_path / "shots")
+    ok = check_page(page("fine", '<img alt="x" src="data:image/png;base64,' + _PIXEL + '">'), tmp_path / "shots")
+    assert ok["images"] == ok["decoded"] == 1
+
+
+#: A 1 × 1 PNG.
+_PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
