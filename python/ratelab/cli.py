@@ -72,16 +72,18 @@ def scenario_run_options(out_default: str):
     return wrap
 
 
-def finish_runs(out: Path, run) -> None:
-    """Call ``run()`` (a :class:`ScenarioRun`), then write its summaries, plots and report into
-    ``out`` — also those of the runs done before a Ctrl-C, which is then re-raised."""
+def finish_runs(out: Path, run, report: Path | None = None) -> None:
+    """Call ``run()`` (a :class:`ScenarioRun`), then write its summaries, plots and report
+    (``report``, default ``out/report.html``) — also those of the runs done before a Ctrl-C,
+    which is then re-raised."""
+    report = report or out / "report.html"
     try:
         res = run()
     except Interrupted as exc:
         if exc.result.runs:
-            _finish([exc.result], out / "report.html")
+            _finish([exc.result], report)
         raise
-    _finish([res], out / "report.html")
+    _finish([res], report)
 
 
 @cli.command()
@@ -89,14 +91,18 @@ def finish_runs(out: Path, run) -> None:
 @click.option("--no-packets", is_flag=True, help="Do not keep the per-packet log (faster, smaller).")
 @click.option("--model", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="ONNX policy for r3net (default: the shipped model); makes every media flow r3net unless -c says otherwise.")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="HTML page to write: one controller, the run's page (rates, delays, loss and freezes over time, "
+                   "flows); several, the comparison (Pareto plot, tables, small multiples).  [default: <out>/report.html]")
 def run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None, overrides: tuple[str, ...],
-        no_packets: bool, model: Path | None) -> None:
+        no_packets: bool, model: Path | None, report: Path | None) -> None:
     """Run SCENARIO (a TOML file or a built-in name) and write summary.json, Parquet, plots and report.html."""
     sc = load_scenario(scenario, overrides)
     if model is not None:
         sc = sc.with_overrides(model_overrides(sc, model))
     out = out or Path("results") / sc.name
-    finish_runs(out, lambda: run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=True))
+    finish_runs(out, lambda: run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=True),
+                report)
 
 
 def model_overrides(sc, model: Path) -> list[str]:
@@ -484,7 +490,7 @@ def summary_table(res: ScenarioRun):
     utilization reads ``forward / reverse`` and each flow's label says which way its data went."""
     from rich.table import Table
 
-    from .report import fmt
+    from .page import fmt
 
     two_way = any(run.reverse_link is not None for run in res.runs)
     t = Table(title=f"{res.title or res.scenario.name} (seed {res.seed}, {res.scenario.duration_s:g} s)"

@@ -7,25 +7,22 @@ Ranking: on each trace, controllers are ranked by media utilization (higher is b
 95th-percentile one-way delay (lower is better) and by freeze ratio (lower is better), each
 averaged over seeds; a controller's score on the trace is the mean of its three ranks and its
 overall score the mean over traces (lower is better, 1 is best everywhere).
+
+The page (docs/reports.md): a Pareto plot per group of traces (all, then per network from
+``traces/index.csv``) with the spread over seeds, the sortable ranking, CDFs over runs, and per
+trace a fold-out with its table and the time series as small multiples.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import math
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
 from .campaign import Plan, load_plan
-from .report import CSS, fmt
+from .page import Column, document, esc as _e, fmt, img, sortable_table
 from .results import write_text_atomic
-
-LEADERBOARD_CSS = CSS + """
-details { margin: 0.4em 0; border: 1px solid #ddd; border-radius: 4px; padding: 0.2em 0.8em; }
-summary { cursor: pointer; font-weight: 600; } td.best { background: #e8f5e9; }
-"""
 
 
 def leaderboard_plan(traces: str | Path, controllers: Sequence[str] | None, seeds: int, duration_s: float,
@@ -92,6 +89,7 @@ def ranking(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "utilization": _mean([m["utilization"] for m in mine]),
             "throughput_kbps": _mean([m["throughput_kbps"] for m in mine]),
             "owd_ms_p95": _median([m["owd_ms_p95"] for m in mine]),
+            "queue_delay_ms_p95": _median([m.get("queue_delay_ms_p95") for m in mine]),
             "freeze_ratio": _mean([m["freeze_ratio"] for m in mine]),
             "loss_rate": _mean([m["loss_rate"] for m in mine]),
         })
@@ -99,28 +97,41 @@ def ranking(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def pareto_front(points: dict[str, tuple[float, float]]) -> set[str]:
-    """Names whose (delay, utilization) no other point beats in both (lower delay, higher util)."""
-    front = set()
-    for a, (da, ua) in points.items():
-        if not (math.isfinite(da) and math.isfinite(ua)):
-            continue
-        dominated = any(
-            (db <= da and ub >= ua) and (db < da or ub > ua)
-            for b, (db, ub) in points.items() if b != a and math.isfinite(db) and math.isfinite(ub))
-        if not dominated:
-            front.add(a)
-    return front
+def trace_group(trace: str, index: dict[str, dict[str, str]]) -> str:
+    """The network a trace was recorded on, from ``traces/index.csv`` (``3G HSDPA``, ``4G``,
+    ``fixed broadband``, ...); ``other traces`` for a trace the index does not list."""
+    for name in (trace, trace + ".csv"):
+        row = index.get(name)
+        if row and row.get("network"):
+            return row["network"].split(" (")[0]
+    return "other traces"
+
+
+def _run_points(con) -> list[tuple[str, str, int, float, float]]:
+    """(controller, trace, seed, media utilization, p95 queuing delay) of every finished run."""
+    from .compare import run_point
+
+    rows = con.execute("""
+        SELECT controller, scenario, seed, kind, direction, utilization, queue_delay_ms_p95
+        FROM flows ORDER BY controller, scenario, seed""").fetchall()
+    runs: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for c, sc, seed, kind, direction, u, d in rows:
+        runs.setdefault((c, sc, int(seed)), []).append(
+            {"kind": kind, "direction": direction, "utilization": u, "queue_delay_ms_p95": d})
+    return [(c, sc, seed, *run_point(flows)) for (c, sc, seed), flows in runs.items()]
 
 
 def write_leaderboard(root: Path, path: Path, title: str = "ratelab leaderboard") -> Path:
     """Build the self-contained HTML page from the campaign in ``root``."""
-    from .plots import plot_pareto
+    from .campaign import trace_index
+    from .compare import aggregate, competitors_front
+    from .figures import plot_cdfs, plot_pareto
     from .store import connect
 
     con = connect(root)
     try:
         metrics = _metrics(con)
+        points = _run_points(con)
         runs = con.execute("SELECT count(*), count(DISTINCT scenario), count(DISTINCT seed), sum(wall_seconds) FROM runs").fetchone()
         series_dirs = con.execute("SELECT controller, scenario, min(seed) FROM runs GROUP BY controller, scenario").fetchall()
     finally:
@@ -128,87 +139,115 @@ def write_leaderboard(root: Path, path: Path, title: str = "ratelab leaderboard"
     if not metrics:
         raise ValueError(f"no finished media runs in {root}")
     rank = ranking(metrics)
+    names = [r["controller"] for r in rank]
     assets = root / "report"
     assets.mkdir(parents=True, exist_ok=True)
-    points = {r["controller"]: (r["owd_ms_p95"], r["utilization"]) for r in rank}
-    front = pareto_front(points)
-    per_trace = [(m["owd_ms_p95"], m["utilization"], m["controller"]) for m in metrics]
-    pareto_png = plot_pareto(points, per_trace, front, assets / "pareto.png")
+
+    index = trace_index()
+    families: dict[str, list[tuple[str, int, float, float]]] = {}
+    for c, trace, seed, u, d in points:
+        families.setdefault(trace_group(trace, index), []).append((c, seed, u, d))
+    n_traces = len({p[1] for p in points})
+    groups = [(f"all {n_traces} traces", aggregate((c, seed, u, d) for c, _, seed, u, d in points))]
+    if len(families) > 1:
+        for fam in sorted(families):
+            n = len({p[1] for p in points if trace_group(p[1], index) == fam})
+            groups.append((f"{fam} ({n} trace{'s' if n != 1 else ''})", aggregate(families[fam])))
+    front = competitors_front({k: (p.utilization, p.delay_ms) for k, p in groups[0][1].items()})
+    pareto_png = plot_pareto(groups, assets / "pareto.png", names)
+    per_run: dict[str, list[tuple[float, float]]] = {}
+    for c, _, _, u, d in points:
+        per_run.setdefault(c, []).append((u, d))
+    cdf_png = plot_cdfs(per_run, assets / "cdf.png", names, what="runs (trace × seed)")
+    seeds = runs[2]
 
     body = [f"<h1>{_e(title)}</h1>",
             f'<p class="meta">ratelab {_e(__version__)} · {runs[0]} runs: {len(rank)} controllers × '
-            f"{runs[1]} traces × {runs[2]} seeds · {runs[3] or 0:.0f} s of simulation wall time · "
+            f"{runs[1]} traces × {seeds} seeds · {runs[3] or 0:.0f} s of simulation wall time · "
             f"campaign folder <code>{_e(root)}</code></p>",
-            "<h2>Ranking</h2>",
-            "<p>On every trace each controller is ranked by media utilization (higher is better), by its "
-            "95th-percentile one-way delay and by its freeze ratio (lower is better), averaged over seeds; "
-            "the score is the mean of the three ranks, averaged over traces (1 = best everywhere). Utilization "
-            "and freeze ratio are means over traces; delay is the median over traces.</p>",
-            _ranking_table(rank, front),
             "<h2>Throughput against delay</h2>",
-            _img(pareto_png, "Each controller's mean utilization against its median p95 one-way delay (large markers; "
-                 "ringed: Pareto-optimal) and every trace (small markers)."),
-            "<h2>Per trace</h2>"]
+            img(pareto_png, "Each controller's media utilization against its p95 queuing delay, averaged over the runs "
+                "(trace × seed) of a group of traces; up and right is better. "
+                + ("Bars span the lowest to the highest per-seed mean (each seed averaged over the group's traces). "
+                   if seeds > 1 else "One seed: points without spread. ")
+                + "Ringed and joined: the Pareto front. Black star: the oracle, which is told the capacity.",
+                alt="Pareto plot: utilization against p95 queuing delay"),
+            "<h2>Ranking</h2>",
+            "<p class=\"note\">On every trace each controller is ranked by media utilization (higher is better), by its "
+            "95th-percentile one-way delay and by its freeze ratio (lower is better), averaged over seeds; "
+            "the score is the mean of the three ranks, averaged over traces (1 = best everywhere). Utilization, "
+            "frozen time and loss are means over traces; delays are medians over traces. Click a header to sort.</p>",
+            _ranking_table(rank, front)]
+    if cdf_png:
+        body.append(img(cdf_png, "Distribution over every run (trace × seed) of each controller's p95 queuing delay "
+                                 "(left) and media utilization (right): a curve further left (delay) or further right "
+                                 "(utilization) is better; the spread of a curve is how much a controller depends on "
+                                 "the trace.", alt="CDFs of delay and utilization over runs"))
+    body.append("<h2>Per trace</h2>")
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for m in metrics:
         by_trace.setdefault(m["scenario"], []).append(m)
     seeds_of = {(c, s): seed for c, s, seed in series_dirs}
     for trace, rows in sorted(by_trace.items()):
-        body.append(_trace_section(root, assets, trace, rows, seeds_of))
-    doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-           f"<title>{_e(title)}</title><style>{LEADERBOARD_CSS}</style></head>\n<body>\n"
-           + "\n".join(body) + "\n</body></html>\n")
-    write_text_atomic(path, doc)
+        body.append(_trace_section(root, assets, trace, rows, seeds_of, names))
+    write_text_atomic(path, document(title, body))
     return path
 
 
+#: The media metrics of a controller (over traces, or on one trace): columns of both tables.
+METRIC_COLUMNS = [
+    Column("util. (%)", lambda r: r["utilization"], "pct0", best="max"),
+    Column("throughput (kbit/s)", lambda r: r["throughput_kbps"], "{:.0f}"),
+    Column("OWD p95 (ms)", lambda r: r["owd_ms_p95"], "{:.0f}", best="min"),
+    Column("queuing p95 (ms)", lambda r: r["queue_delay_ms_p95"], "ms", best="min"),
+    Column("frozen (%)", lambda r: r["freeze_ratio"], "pct0", best="min"),
+    Column("loss (%)", lambda r: r["loss_rate"], "pct0"),
+]
+
+
 def _ranking_table(rank: list[dict[str, Any]], front: set[str]) -> str:
-    head = ('<tr><th>#</th><th class="l">controller</th><th>score</th><th>utilization</th><th>throughput (kbit/s)</th>'
-            "<th>OWD p95 (ms)</th><th>freeze ratio</th><th>loss</th><th>traces</th><th class=\"l\">Pareto</th></tr>")
-    rows = []
-    for i, r in enumerate(rank, 1):
-        rows.append(
-            f'<tr><td>{i}</td><td class="l">{_e(r["controller"])}</td><td>{fmt(r["score"], "{:.2f}")}</td>'
-            f'<td>{fmt(r["utilization"], "pct")}</td><td>{fmt(r["throughput_kbps"], "{:.0f}")}</td>'
-            f'<td>{fmt(r["owd_ms_p95"], "{:.0f}")}</td><td>{fmt(r["freeze_ratio"], "pct")}</td>'
-            f'<td>{fmt(r["loss_rate"], "pct")}</td><td>{r["traces"]}</td>'
-            f'<td class="l">{"yes" if r["controller"] in front else ""}</td></tr>')
-    return f'<table id="ranking">{head}{"".join(rows)}</table>'
+    cols = [
+        Column("#", lambda r: r["place"], "{:.0f}"),
+        Column("controller", lambda r: r["controller"], left=True),
+        Column("score", lambda r: r["score"], "{:.2f}", best="min"),
+        *METRIC_COLUMNS,
+        Column("traces", lambda r: r["traces"], "{:.0f}"),
+        Column("Pareto", lambda r: "yes" if r["controller"] in front else "", left=True),
+    ]
+    rows = [{**r, "place": i} for i, r in enumerate(rank, 1)]
+    return sortable_table(cols, rows, id="ranking", cls="overview",
+                          row_class=lambda r: "oracle" if r["controller"] == "oracle" else "")
 
 
-def _trace_section(root: Path, assets: Path, trace: str, rows: list[dict[str, Any]], seeds_of: dict) -> str:
-    from .plots import plot_comparison
-    from .runner import RunResult, ScenarioRun
-    from .scenario import Scenario
+def _trace_section(root: Path, assets: Path, trace: str, rows: list[dict[str, Any]], seeds_of: dict,
+                   names: list[str]) -> str:
+    from .figures import plot_small_multiples
+    from .runner import RunResult
 
-    best_u = max((r["utilization"] or 0) for r in rows)
-    best_d = min((r["owd_ms_p95"] if r["owd_ms_p95"] is not None else math.inf) for r in rows)
-    table = ['<table><tr><th class="l">controller</th><th>utilization</th><th>throughput (kbit/s)</th>'
-             "<th>OWD p95 (ms)</th><th>queuing p95 (ms)</th><th>freeze ratio</th><th>loss</th><th>seeds</th></tr>"]
+    cols = [
+        Column("controller", lambda r: r["controller"], left=True),
+        *METRIC_COLUMNS,
+        Column("seeds", lambda r: r["seeds"], "{:.0f}"),
+    ]
+    order = {n: i for i, n in enumerate(names)}
+    rows = sorted(rows, key=lambda r: order.get(r["controller"], len(order)))
     runs = []
     for r in rows:
-        table.append(
-            f'<tr><td class="l">{_e(r["controller"])}</td>'
-            f'<td{" class=best" if r["utilization"] == best_u else ""}>{fmt(r["utilization"], "pct")}</td>'
-            f'<td>{fmt(r["throughput_kbps"], "{:.0f}")}</td>'
-            f'<td{" class=best" if r["owd_ms_p95"] == best_d else ""}>{fmt(r["owd_ms_p95"], "{:.0f}")}</td>'
-            f'<td>{fmt(r["queue_delay_ms_p95"], "{:.0f}")}</td><td>{fmt(r["freeze_ratio"], "pct")}</td>'
-            f'<td>{fmt(r["loss_rate"], "pct")}</td><td>{r["seeds"]}</td></tr>')
         seed = seeds_of.get((r["controller"], trace))
         d = root / f"controller={r['controller']}" / f"scenario={trace}" / f"seed={seed}"
         if (d / "series.parquet").is_file():
             runs.append(RunResult(name=r["controller"], controller=r["controller"], wall_seconds=0.0, sim_speed=0.0,
                                   link={}, flows=_flows(d), duration_s=0.0, dir=d))
-    table.append("</table>")
     cap = rows[0].get("capacity_kbps")
     parts = [f'<details><summary>{_e(trace)} <small>(mean capacity {fmt(cap, "{:.0f}")} kbit/s)</small></summary>',
-             "".join(table)]
+             sortable_table(cols, rows)]
     if runs:
-        res = ScenarioRun(Scenario({"name": trace}, trace), seed=1, runs=runs, out_dir=assets, title=trace)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in trace)
-        png = plot_comparison(res, assets / f"trace-{safe}.png", title=f"{trace} (seed {min(seeds_of.values())})")
+        seed = min(seeds_of.values())
+        png = plot_small_multiples(runs, assets / f"trace-{safe}.png", names=names, dpi=72)
         if png:
-            parts.append(_img(png, f"{trace}: every controller's target rate against the trace capacity, and one-way delay."))
+            parts.append(img(png, f"{trace}, seed {seed}: one panel per controller, same axes: the target rate against "
+                                  "the trace's capacity (grey), and the bottleneck's queuing delay below."))
     parts.append("</details>")
     return "\n".join(parts)
 
@@ -218,12 +257,6 @@ def _flows(run_dir: Path) -> list[dict[str, Any]]:
 
     rows = pq.read_table(run_dir / "flows.parquet").to_pylist()
     return [{**r, "controller": r.get("flow_controller")} for r in rows]
-
-
-def _img(path: Path, caption: str) -> str:
-    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    return (f'<figure><img class="plot" alt="{_e(caption)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{_e(caption)}</figcaption></figure>")
 
 
 def _mean(v: list[Any]) -> float:
@@ -237,7 +270,3 @@ def _median(v: list[Any]) -> float:
         return float("nan")
     n = len(x)
     return x[n // 2] if n % 2 else 0.5 * (x[n // 2 - 1] + x[n // 2])
-
-
-def _e(s: Any) -> str:
-    return html.escape(str(s))

@@ -1,4 +1,5 @@
-"""PNG plots from the time-series Parquet files: rate vs capacity and one-way delay.
+"""PNG plots of one run from its time-series Parquet file: rates against the capacity, delays,
+loss and freezes (comparison figures are in :mod:`ratelab.figures`).
 
 Uses matplotlib's object API with the Agg canvas (no pyplot state, no display needed).
 """
@@ -23,73 +24,110 @@ def read_series(path: str | Path) -> dict[str, np.ndarray]:
 
 
 def plot_run(run: RunResult, png_path: str | Path, title: str = "") -> Path | None:
-    """One figure for one run: each flow's rate against the capacity (top) and OWD (bottom)."""
+    """One run over time, three panels on one time axis: every flow's target, send and receive
+    rate against the capacity; one-way delay per flow over the bottleneck's queuing delay;
+    lost packets per second and freezes (one mark per freeze)."""
     if run.series_path is None:
         return None
+    from matplotlib.figure import Figure
+
     s = read_series(run.series_path)
-    fig, (ax_rate, ax_owd) = _figure()
+    fig = Figure(figsize=(11.4, 7.4), layout="constrained")
+    ax_rate, ax_owd, ax_loss = fig.subplots(3, 1, sharex=True, height_ratios=[3, 2, 1.3])
     reverse_ids = [f["id"] for f in run.flows if f.get("direction") == "reverse"]
-    if reverse_ids and run.reverse_link is not None:
+    two_way = bool(reverse_ids) and run.reverse_link is not None
+    for rows, label, ls in _link_rows(s, reverse_ids if two_way else None):
         # Two bottlenecks (RFC 8867 5.3): each flow's rows carry the capacity of its own link.
-        rev = np.isin(s["flow"], reverse_ids)
-        _capacity(ax_rate, s, ~rev, label="forward capacity")
-        _capacity(ax_rate, s, rev, label="reverse capacity", ls="--")
-    else:
-        _capacity(ax_rate, s)
-    for f in run.flows:
+        _capacity(ax_rate, s, rows, label=label, ls=ls)
+        t, idx = np.unique(s["t_s"][rows], return_index=True)
+        q = s["queue_ms"][rows][idx]
+        ax_owd.fill_between(t, 0, np.nan_to_num(q), step="post", color="0.6" if ls == "-" else "0.8", alpha=0.5, lw=0,
+                            label=f"{label.replace('capacity', '').strip() or 'bottleneck'} queuing delay")
+    # Live runs (and series files older than these columns) have no per-interval loss or freezes.
+    has_loss = "lost_packets" in s and bool(np.isfinite(s["lost_packets"]).any())
+    freezes_drawn = False
+    for j, f in enumerate(run.flows):
         m = s["flow"] == f["id"]
         if not m.any():
             continue
         t = s["t_s"][m]
+        color = f"C{j % 10}"
         label = f.get("label") or f"flow {f['id']}"
         if f.get("direction") == "reverse":
             label += " (rev)"
         if f.get("kind") == "tcp":
-            line = ax_rate.plot(t, _smooth(t, s["recv_kbps"][m]) / 1000, lw=1, label=f"{label} received" if "tcp" in label.lower() else f"{label} (TCP) received")
+            name = label if "tcp" in label.lower() else f"{label} (TCP)"
+            ax_rate.plot(t, _smooth(t, s["recv_kbps"][m]) / 1000, lw=1, color=color, label=f"{name} received")
         else:
-            line = ax_rate.plot(t, s["target_kbps"][m] / 1000, lw=1.2, label=f"{label} target")
-        ax_owd.plot(t, s["owd_ms"][m], lw=0.8, color=line[0].get_color(), label=label)
-    return _finish(fig, ax_rate, ax_owd, title or f"{run.controller}", png_path)
+            ax_rate.plot(t, s["target_kbps"][m] / 1000, lw=1.4, color=color, label=f"{label} target")
+            ax_rate.plot(t, _smooth(t, s["send_kbps"][m]) / 1000, lw=0.8, ls="--", color=color, alpha=0.8, label=f"{label} sent")
+            ax_rate.plot(t, _smooth(t, s["recv_kbps"][m]) / 1000, lw=0.8, ls=":", color=color, label=f"{label} received")
+        ax_owd.plot(t, s["owd_ms"][m], lw=0.9, color=color, label=f"{label} one-way delay")
+        if has_loss:
+            sec, lost = _per_second(t, s["lost_packets"][m])
+            if np.nansum(lost) > 0:
+                ax_loss.step(sec, lost, where="post", lw=1, color=color, label=f"{label} lost")
+        if has_loss and "freezes" in s:
+            fz = s["freezes"][m]
+            ok = np.isfinite(fz)
+            at = t[ok][1:][np.diff(fz[ok]) > 0] if ok.sum() > 1 else np.array([])
+            if len(at):
+                ax_loss.plot(at, np.zeros(len(at)), "v", color=color, ms=7, clip_on=False,
+                             label=f"{label} freeze" if not freezes_drawn or len(run.flows) > 1 else None)
+                freezes_drawn = True
+    ax_rate.set_title(title or run.controller, fontsize=11)
+    ax_rate.set_ylabel("rate (Mbit/s)")
+    ax_rate.set_ylim(0, _robust_top(ax_rate))
+    ax_rate.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    ax_owd.set_ylabel("delay (ms)")
+    ax_owd.set_ylim(bottom=0)
+    ax_owd.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    t_all = s["t_s"]
+    if len(t_all):
+        ax_loss.set_xlim(0, max(float(np.nanmax(t_all)), run.duration_s or 0.0))
+    ax_loss.set_ylabel("lost packets/s")
+    ax_loss.set_xlabel("time (s)")
+    ax_loss.set_ylim(bottom=0)
+    if ax_loss.get_legend_handles_labels()[0]:
+        ax_loss.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    else:
+        ax_loss.text(0.5, 0.5, "no loss, no freezes" if has_loss else "no per-interval loss or freezes in this series file",
+                     transform=ax_loss.transAxes, ha="center", va="center", color="0.4", fontsize=9)
+        ax_loss.set_ylim(0, 1)
+    for ax in (ax_rate, ax_owd, ax_loss):
+        ax.grid(True, alpha=0.3)
+    return _save_png(fig, png_path)
 
 
-def plot_comparison(result: ScenarioRun, png_path: str | Path, title: str = "") -> Path | None:
-    """One figure comparing the runs of a scenario on its first media flow."""
-    fig, (ax_rate, ax_owd) = _figure()
-    drawn = False
-    flow_label = ""
-    for i, run in enumerate(result.runs):
-        if run.series_path is None:
-            continue
-        s = read_series(run.series_path)
-        media = [f for f in run.flows if f.get("kind") == "media"] or run.flows
-        if not media:
-            continue
-        f = media[0]
-        if i == 0 or not drawn:
-            # The capacity of the link this flow crosses (a scenario may have a reverse one).
-            same_dir = np.isin(s["flow"], [g["id"] for g in run.flows if g.get("direction") == f.get("direction")])
-            _capacity(ax_rate, s, same_dir if same_dir.any() else None)
-        flow_label = f.get("label") or f"flow {f['id']}"
-        m = s["flow"] == f["id"]
-        t = s["t_s"][m]
-        rate = s["target_kbps"][m] if f.get("kind") == "media" else _smooth(t, s["recv_kbps"][m])
-        line = ax_rate.plot(t, rate / 1000, lw=1.2, label=run.name)
-        ax_owd.plot(t, s["owd_ms"][m], lw=0.8, color=line[0].get_color(), label=run.name)
-        drawn = True
-    if not drawn:
-        return None
-    title = title or result.title or result.scenario.name
-    multi = sum(1 for f in result.runs[0].flows if f.get("kind") == "media") > 1
-    return _finish(fig, ax_rate, ax_owd, f"{title}: {flow_label}" if multi else title, png_path)
+def _link_rows(s: dict[str, np.ndarray], reverse_ids: list[int] | None) -> list[tuple[np.ndarray | None, str, str]]:
+    """The series rows of each bottleneck: all rows when there is one, else forward and reverse."""
+    if not reverse_ids:
+        return [(np.ones(len(s["t_s"]), dtype=bool), "capacity", "-")]
+    rev = np.isin(s["flow"], reverse_ids)
+    return [(~rev, "forward capacity", "-"), (rev, "reverse capacity", "--")]
+
+
+def _per_second(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum ``v`` (counts per series interval) into whole seconds of ``t``: (second, count)."""
+    ok = np.isfinite(v)
+    if not ok.any():
+        return np.array([]), np.array([])
+    sec = np.floor(t[ok] + 1e-9).astype(np.int64)
+    lo = sec.min()
+    counts = np.bincount(sec - lo, weights=v[ok])
+    return np.arange(lo, lo + len(counts), dtype=float), counts
 
 
 def plot_all(result: ScenarioRun) -> dict[str, Path]:
-    """Write every plot of a scenario run next to its data; returns {name: path}."""
+    """Write every plot of a scenario run next to its data; returns {name: path}: each run's
+    figure under its name, and with several runs the small multiples under ``comparison``."""
+    from .figures import plot_small_multiples
+
     out: dict[str, Path] = {}
     if result.out_dir is None:
         return out
     if len(result.runs) > 1:
-        p = plot_comparison(result, result.out_dir / "comparison.png")
+        p = plot_small_multiples(result.runs, result.out_dir / "comparison.png")
         if p:
             out["comparison"] = p
     for run in result.runs:
@@ -99,14 +137,6 @@ def plot_all(result: ScenarioRun) -> dict[str, Path]:
         if p:
             out[run.name] = p
     return out
-
-
-def _figure() -> tuple[Any, tuple[Any, Any]]:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(9, 5.6), layout="constrained")
-    ax_rate, ax_owd = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
-    return fig, (ax_rate, ax_owd)
 
 
 def _capacity(ax: Any, s: dict[str, np.ndarray], rows: np.ndarray | None = None, **style: Any) -> None:
@@ -119,29 +149,29 @@ def _capacity(ax: Any, s: dict[str, np.ndarray], rows: np.ndarray | None = None,
         ax.step(t, cap / 1000, where="post", **{**CAPACITY_STYLE, **style})
 
 
-def _finish(fig: Any, ax_rate: Any, ax_owd: Any, title: str, png_path: str | Path) -> Path:
-    ax_rate.set_title(title, fontsize=11)
-    ax_rate.set_ylabel("rate (Mbit/s)")
-    ax_rate.set_ylim(0, _robust_top(ax_rate))
-    ax_rate.legend(fontsize=8, loc="best", ncols=2)
-    ax_owd.set_ylabel("one-way delay (ms)")
-    ax_owd.set_xlabel("time (s)")
-    ax_owd.set_ylim(bottom=0)
-    for ax in (ax_rate, ax_owd):
-        ax.grid(True, alpha=0.3)
-    return _save_png(fig, png_path)
-
-
-def _save_png(fig: Any, png_path: str | Path) -> Path:
-    """Render ``fig`` on an Agg canvas and write it as a 100-dpi PNG under a temporary name,
-    then rename it into place (readers never see half a file)."""
+def _save_png(fig: Any, png_path: str | Path, dpi: int = 100, palette: bool = False) -> Path:
+    """Render ``fig`` on an Agg canvas and write it as a PNG (100 dpi) under a temporary name,
+    then rename it into place (readers never see half a file). ``palette``: store it with 256
+    colours (a plot has few; the file shrinks about threefold, which matters for pages that
+    inline dozens of figures)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     png_path = Path(png_path)
     png_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = png_path.with_name(png_path.name + ".part")
     FigureCanvasAgg(fig)
-    fig.savefig(tmp, format="png", dpi=100)
+    if palette:
+        import io
+
+        from PIL import Image  # matplotlib's own dependency
+
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi)
+        buf.seek(0)
+        img = Image.open(buf).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        img.save(tmp, format="png", optimize=True)
+    else:
+        fig.savefig(tmp, format="png", dpi=dpi)
     tmp.replace(png_path)
     return png_path
 
@@ -168,32 +198,3 @@ def _smooth(t: np.ndarray, v: np.ndarray, window_s: float = 1.0) -> np.ndarray:
     count = np.convolve(valid.astype(float), kernel, mode="same")
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, total / count, np.nan)
-
-
-def plot_pareto(points: dict[str, tuple[float, float]], per_trace: list[tuple[float, float, str]], front: set[str],
-                png_path: str | Path) -> Path:
-    """Utilization against p95 one-way delay: one large marker per controller (ringed when
-    Pareto-optimal), small markers for every (controller, trace)."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(8, 5.2), layout="constrained")
-    ax = fig.subplots()
-    colors = {}
-    for i, name in enumerate(points):
-        colors[name] = f"C{i % 10}"
-    for d, u, name in per_trace:
-        if d is not None and u is not None and np.isfinite(d) and np.isfinite(u):
-            ax.scatter(d, 100 * u, s=10, alpha=0.35, color=colors.get(name, "0.5"), linewidths=0)
-    for name, (d, u) in points.items():
-        if not (np.isfinite(d) and np.isfinite(u)):
-            continue
-        ax.scatter(d, 100 * u, s=90, color=colors[name], label=name + (" (Pareto)" if name in front else ""),
-                   edgecolors="black" if name in front else "none", linewidths=1.5, zorder=3)
-    if all(np.isfinite(d) and d > 0 for d, _ in points.values()):
-        ax.set_xscale("log")
-    ax.set_xlabel("95th-percentile one-way delay (ms, log scale), lower is better")
-    ax.set_ylabel("media utilization (%), higher is better")
-    ax.set_title("Throughput against delay", fontsize=11)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    return _save_png(fig, png_path)

@@ -1,116 +1,89 @@
-"""A self-contained ``report.html``: tables and inline PNG plots, no scripts, no external links.
+"""``report.html``: one self-contained page per ``ratelab run`` or ``ratelab demo``.
 
-The file can be mailed or archived on its own: images are embedded as base64 data URIs and the
-style sheet is inline.
+A page comparing controllers opens with the Pareto plot (utilization against p95 queuing delay,
+one panel per scenario), then a sortable overview table sized for a 1280-pixel window, CDFs over
+runs where a controller ran more than one scenario, and per scenario a table per controller, the
+time series as small multiples and the full per-flow table folded in ``<details>``. Every run
+also gets its own page (``<run folder>/report.html``): rates, delays, loss and freezes over time
+and its flow table. Images are inline PNG data URIs; the only script sorts tables.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import math
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
-from .plots import plot_all
+from .compare import aggregate, run_point
+from .page import Column, document, esc as _e, fmt, img as _img, sortable_table
 from .results import write_text_atomic
 from .runner import RunResult, ScenarioRun
 
-#: (key in the flow summary, column title, formatter)
+__all__ = ["write_report", "write_run_page", "fmt", "link_utilization"]
+
+#: Per-flow columns of the detail tables: (key in the flow summary, header with unit, format).
 FLOW_COLUMNS: list[tuple[str, str, str]] = [
     ("throughput_kbps", "throughput (kbit/s)", "{:.0f}"),
-    ("utilization", "utilization", "pct"),
+    ("utilization", "util. (%)", "pct0"),
     ("owd_ms_mean", "OWD mean (ms)", "{:.1f}"),
     ("owd_ms_p95", "OWD p95 (ms)", "{:.1f}"),
     ("queue_delay_ms_p95", "queuing p95 (ms)", "{:.1f}"),
-    ("loss_rate", "loss", "pct"),
-    ("freeze_ratio", "freeze ratio", "pct"),
+    ("loss_rate", "loss (%)", "pct0"),
+    ("freeze_count", "freezes", "{:.0f}"),
+    ("freeze_ratio", "frozen (%)", "pct0"),
     ("frame_delay_ms_mean", "frame delay (ms)", "{:.1f}"),
     ("psnr_db_mean", "PSNR (dB)", "{:.2f}"),
 ]
 
-CSS = """
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
-.meta { color: #666; } table { border-collapse: collapse; margin: 0.8em 0; font-size: 13px; }
-th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; } th { background: #f3f3f3; }
-td.l, th.l { text-align: left; } tr.run td { border-top: 2px solid #999; }
-img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; } figure { margin: 0; }
-figcaption { color: #666; font-size: 12px; } code { background: #f3f3f3; padding: 0 3px; }
-"""
-
-
-def fmt(v: Any, how: str) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "–"
-    if how == "pct":
-        return f"{100 * float(v) + 0.0:.1f} %"  # + 0.0: no "-0.0 %" (the core's empty f64 sum is -0.0)
-    return how.format(v)
-
 
 def write_report(results: Sequence[ScenarioRun], path: str | Path, title: str = "ratelab report",
                  plots: bool = True) -> Path:
-    """Render the report for one or more scenario runs (plots are made first if missing)."""
+    """Render the page for one or more scenario runs (plots are made first). One scenario with
+    one run gets the run page; anything else the comparison page, plus a page per run."""
+    from .plots import plot_all
+
     path = Path(path)
-    body: list[str] = [f"<h1>{_e(title)}</h1>", f'<p class="meta">ratelab {_e(__version__)}</p>']
-    if len(results) > 1:
-        body.append(_overview(results))
+    images = {id(res): (plot_all(res) if plots else {}) for res in results}
     for res in results:
-        images = plot_all(res) if plots else {}
-        body.append(_section(res, images))
-    doc = (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{_e(title)}</title><style>{CSS}</style></head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body></html>\n"
-    )
-    write_text_atomic(path, doc)
+        for run in res.runs:
+            if run.dir is not None and run.name in images[id(res)] and not (len(results) == 1 and len(res.runs) == 1):
+                write_run_page(res, run, run.dir / "report.html", images[id(res)][run.name])
+    if len(results) == 1 and len(results[0].runs) == 1:
+        res = results[0]
+        return write_run_page(res, res.runs[0], path, images[id(res)].get(res.runs[0].name), title=title)
+    body = [f"<h1>{_e(title)}</h1>", f'<p class="meta">{_meta_line(results)}</p>']
+    names = list(dict.fromkeys(r.name for res in results for r in res.runs))
+    if plots:
+        body += _comparison_figures(results, path, names)
+    body.append(_overview(results, path))
+    for res in results:
+        body.append(_section(res, images[id(res)], path, single=len(results) == 1))
+    write_text_atomic(path, document(title, body))
     return path
 
 
-def _overview(results: Sequence[ScenarioRun]) -> str:
-    """Scenario × controller matrix of link utilization and p95 one-way delay."""
-    controllers = list(dict.fromkeys(r.name for res in results for r in res.runs))
-    rows = []
-    for res in results:
-        cells = []
-        by_name = {r.name: r for r in res.runs}
-        for c in controllers:
-            r = by_name.get(c)
-            if r is None:
-                cells.append("<td>–</td>")
-                continue
-            media = [f for f in r.flows if f.get("kind") == "media"]
-            owd = max((f.get("owd_ms_p95") or 0.0 for f in media), default=None)
-            cells.append(f"<td>{link_utilization(r)}<br><small>OWD p95 {fmt(owd, '{:.0f}')} ms</small></td>")
-        rows.append(f'<tr><td class="l"><a href="#{_anchor(res)}">{_e(res.title or res.scenario.name)}</a></td>{"".join(cells)}</tr>')
-    head = "".join(f"<th>{_e(c)}</th>" for c in controllers)
-    return (
-        "<h2>Overview</h2><p>Link utilization (forward / reverse where a scenario has a reverse bottleneck) "
-        "and the worst media flow's 95th-percentile one-way delay.</p>"
-        f'<table><tr><th class="l">scenario</th>{head}</tr>{"".join(rows)}</table>'
-    )
-
-
-def _section(res: ScenarioRun, images: dict[str, Path]) -> str:
+def write_run_page(res: ScenarioRun, run: RunResult, path: str | Path, figure: Path | None,
+                   title: str | None = None) -> Path:
+    """The page of one run: what ran, its figure over time, its flows and links."""
+    path = Path(path)
     sc = res.scenario
-    parts = [f'<h2 id="{_anchor(res)}">{_e(res.title or sc.name)}</h2>']
+    body = [f"<h1>{_e(title or f'{res.title or sc.name} · {run.name}')}</h1>",
+            f'<p class="meta">{_scenario_meta(res)} · controller <code>{_e(run.name)}</code> · '
+            f"link utilization {link_utilization(run)} · Jain {fmt(run.link.get('jain_index'), '{:.3f}')} · "
+            f"simulated at {fmt(run.sim_speed, '{:.0f}')}× real time · ratelab {_e(__version__)}</p>"]
     if sc.description:
-        parts.append(f"<p>{_e(sc.description)}</p>")
-    meta = f"scenario <code>{_e(sc.name)}</code>, seed {res.seed}, {sc.duration_s:g} s simulated"
-    if sc.overrides:
-        meta += ", with " + ", ".join(f"<code>{_e(o)}</code>" for o in sc.overrides)
-    if res.interrupted:
-        meta += " — <b>interrupted</b>: only finished runs are shown"
-    parts.append(f'<p class="meta">{meta}</p>')
-    parts.append(_table(res))
-    if "comparison" in images:
-        parts.append(_img(images["comparison"], "All runs: first media flow's target rate against capacity, and its one-way delay."))
-    for run in res.runs:
-        if run.name in images:
-            parts.append(_img(images[run.name], f"{run.name}: every flow's rate against capacity, and one-way delay."))
-    return "\n".join(parts)
+        body.append(f"<p>{_e(sc.description)}</p>")
+    if figure is not None:
+        body.append(_img(figure, "Top: each flow's target rate (solid), sending rate (dashed) and receiving rate "
+                                 "(dotted), averaged over 1 s, against the bottleneck capacity (grey). Middle: one-way "
+                                 "delay per flow over the bottleneck's queuing delay (grey area). Bottom: packets lost "
+                                 "per second and a mark at each video freeze.",
+                         alt=f"{run.name} over time"))
+    body.append("<h2>Flows</h2>")
+    body.append(_flow_table(res, [run]))
+    write_text_atomic(path, document(title or f"{res.title or sc.name} · {run.name}", body))
+    return path
 
 
 def link_utilization(run: RunResult) -> str:
@@ -121,26 +94,143 @@ def link_utilization(run: RunResult) -> str:
     return text
 
 
-def _table(res: ScenarioRun) -> str:
+# --- comparison page --------------------------------------------------------------------------
+
+def _comparison_figures(results: Sequence[ScenarioRun], path: Path, names: list[str]) -> list[str]:
+    from .figures import plot_cdfs, plot_pareto
+
+    assets = path.parent / (path.stem + "-figures")
+    groups = []
+    per_run: dict[str, list[tuple[float, float]]] = {}
+    for res in results:
+        samples = []
+        for run in res.runs:
+            u, d = run_point(run.flows)
+            samples.append((run.name, res.seed, u, d))
+            per_run.setdefault(run.name, []).append((u, d))
+        groups.append((res.title or res.scenario.name, aggregate(samples)))
+    out = ["<h2>Throughput against delay</h2>",
+           _img(plot_pareto(groups, assets / "pareto.png", names),
+                "Each controller's media utilization against its 95th-percentile queuing delay (worst media flow), one "
+                "panel per scenario; up and right is better. Ringed and joined: the Pareto front (no other controller "
+                "has both a higher utilization and a lower delay). Black star: the oracle, which is told the capacity. "
+                "One seed per scenario on this page, so points carry no spread.",
+                alt="Pareto plot: utilization against p95 queuing delay")]
+    if max((len(v) for v in per_run.values()), default=0) > 1:
+        cdf = plot_cdfs(per_run, assets / "cdf.png", names, what="scenarios")
+        if cdf:
+            out.append(_img(cdf, "Distribution over the scenarios of this page: each controller's p95 queuing delay "
+                                 "(left) and media utilization (right), one step per scenario. Left and right curves "
+                                 "further left / further right are better.", alt="CDFs of delay and utilization"))
+    return out
+
+
+def _overview(results: Sequence[ScenarioRun], path: Path) -> str:
+    """Single scenario: nothing here (its section has the table). Several: controller × scenario
+    matrix of utilization and p95 queuing delay."""
+    if len(results) == 1:
+        return ""
+    names = list(dict.fromkeys(r.name for res in results for r in res.runs))
+    points = {(id(res), r.name): run_point(r.flows) for res in results for r in res.runs}
+    cols = [Column("controller", lambda n: n, left=True)]
+    group = ['<tr><th class="l"></th>']
+    for i, res in enumerate(results):
+        key = id(res)
+        cols += [Column("util. (%)", lambda n, k=key: _pt(points, k, n, 0), "pct0", best="max"),
+                 Column("queuing p95 (ms)", lambda n, k=key: _pt(points, k, n, 1), "ms", best="min")]
+        group.append(f'<th colspan="2"><a href="#{_anchor(res)}">{_e(res.title or res.scenario.name)}</a></th>')
+    group.append("</tr>")
+    return ("<h2>Overview</h2><p class=\"note\">Per scenario, each controller's media utilization and the worst media "
+            "flow's 95th-percentile queuing delay (green: best of the column; the oracle knows the capacity). Click a "
+            "header to sort.</p>"
+            + sortable_table(cols, names, id="overview", cls="overview", group_head="".join(group),
+                             row_class=lambda n: "oracle" if n == "oracle" else ""))
+
+
+def _pt(points: dict, key: int, name: str, i: int) -> float | None:
+    p = points.get((key, name))
+    return None if p is None else p[i]
+
+
+def _section(res: ScenarioRun, images: dict[str, Path], page: Path, single: bool) -> str:
+    sc = res.scenario
+    parts = [f'<h2 id="{_anchor(res)}">{_e(res.title or sc.name)}</h2>']
+    if sc.description:
+        parts.append(f"<p>{_e(sc.description)}</p>")
+    parts.append(f'<p class="meta">{_scenario_meta(res)}</p>')
+    parts.append(_controller_table(res, page, overview=single))
+    if "comparison" in images:
+        parts.append(_img(images["comparison"], "One panel per controller, same axes: the media flows' target rate "
+                                                "against the capacity (grey), and the bottleneck's queuing delay below.",
+                          alt=f"{res.title or sc.name}: time series per controller"))
+    elif len(res.runs) == 1 and res.runs[0].name in images:
+        parts.append(_img(images[res.runs[0].name], f"{res.runs[0].name}: rates against the capacity, delays, loss "
+                                                     "and freezes over time.", alt=f"{res.runs[0].name} over time"))
+    parts.append(f"<details><summary>Every flow of every run ({sum(len(r.flows) for r in res.runs)} rows)</summary>"
+                 + _flow_table(res, res.runs, page) + "</details>")
+    return "\n".join(parts)
+
+
+def _controller_table(res: ScenarioRun, page: Path, overview: bool) -> str:
+    """One row per run: media aggregates (sum of throughput and utilization, worst delays,
+    mean loss and freezes) and the link."""
+    def media(run: RunResult) -> list[dict[str, Any]]:
+        return [f for f in run.flows if f.get("kind") == "media"]
+
+    def agg(run: RunResult, key: str, how: str) -> float | None:
+        vals = [float(f[key]) for f in media(run) if isinstance(f.get(key), (int, float))]
+        if not vals:
+            return None
+        return sum(vals) if how == "sum" else max(vals) if how == "max" else sum(vals) / len(vals)
+
     two_way = any(run.reverse_link is not None for run in res.runs)
-    extra = [("return_loss_rate", "feedback loss", "pct")] if two_way else []
+    cols = [
+        Column("controller", lambda r: r.name, left=True, cell=lambda r: _run_link(r, page)),
+        Column("media util. (%)", lambda r: run_point(r.flows)[0], "pct0", best="max"),
+        Column("throughput (kbit/s)", lambda r: agg(r, "throughput_kbps", "sum"), "{:.0f}"),
+        Column("queuing p95 (ms)", lambda r: run_point(r.flows)[1], "ms", best="min"),
+        Column("OWD p95 (ms)", lambda r: agg(r, "owd_ms_p95", "max"), "{:.0f}", best="min"),
+        Column("loss (%)", lambda r: agg(r, "loss_rate", "mean"), "pct0"),
+        Column("frozen (%)", lambda r: agg(r, "freeze_ratio", "mean"), "pct0", best="min"),
+        Column("PSNR (dB)", lambda r: agg(r, "psnr_db_mean", "mean"), "{:.1f}", best="max"),
+        Column("link util. (%)" + (" fwd / rev" if two_way else ""), lambda r: r.link.get("utilization"), "pct0",
+               cell=lambda r: fmt(r.link.get("utilization"), "pct0") + (
+                   " / " + fmt(r.reverse_link.get("utilization"), "pct0") if r.reverse_link is not None else "")),
+        Column("Jain", lambda r: r.link.get("jain_index"), "{:.3f}"),
+        Column("sim speed (×)", lambda r: r.sim_speed, "{:.0f}"),
+    ]
+    note = ("<p class=\"note\">Media flows of each run: utilization and throughput summed, delays of the worst flow, "
+            "loss and frozen time averaged; green marks the best of a column. Click a header to sort.</p>")
+    return note + sortable_table(cols, res.runs, id="overview" if overview else "", cls="overview" if overview else "",
+                                 row_class=lambda r: "oracle" if r.name == "oracle" else "")
+
+
+def _run_link(run: RunResult, page: Path) -> str:
+    """The run's name, linking to its own page when there is one next to its data."""
+    if run.dir is None or not (run.dir / "report.html").is_file():
+        return _e(run.name)
+    try:
+        rel = os.path.relpath(run.dir / "report.html", page.parent)
+    except ValueError:
+        return _e(run.name)
+    return f'<a href="{_e(Path(rel).as_posix())}">{_e(run.name)}</a>'
+
+
+def _flow_table(res: ScenarioRun, runs: Sequence[RunResult], page: Path | None = None) -> str:
+    two_way = any(run.reverse_link is not None for run in runs)
+    extra = [("return_loss_rate", "feedback loss (%)", "pct0")] if two_way else []
+    several = len(runs) > 1
     head = (
-        '<tr><th class="l">run</th>'
-        + ("<th>link util.<br>fwd / rev</th>" if two_way else "<th>link util.</th>")
-        + '<th>Jain</th><th>sim speed</th><th class="l">flow</th><th class="l">kind</th>'
+        "<tr>" + ('<th class="l">run</th>' if several else "")
+        + '<th class="l">flow</th><th class="l">kind</th>'
         + ('<th class="l">direction</th>' if two_way else "")
         + "".join(f"<th>{_e(t)}</th>" for _, t, _ in FLOW_COLUMNS + extra)
         + "</tr>"
     )
     rows = []
-    for run in res.runs:
+    for run in runs:
         n = max(1, len(run.flows))
-        lead = (
-            f'<td class="l" rowspan="{n}">{_e(run.name)}</td>'
-            f'<td rowspan="{n}">{link_utilization(run)}</td>'
-            f'<td rowspan="{n}">{fmt(run.link.get("jain_index"), "{:.3f}")}</td>'
-            f'<td rowspan="{n}">{fmt(run.sim_speed, "{:.0f}")}×</td>'
-        )
+        lead = f'<td class="l" rowspan="{n}">{_run_link(run, page) if page else _e(run.name)}</td>' if several else ""
         for i, f in enumerate(run.flows or [{}]):
             cells = "".join(f"<td>{fmt(f.get(k), how)}</td>" for k, _, how in FLOW_COLUMNS + extra)
             kind = f.get("kind", "")
@@ -148,19 +238,19 @@ def _table(res: ScenarioRun) -> str:
                 kind = f"media ({f['controller']})"
             direction = f'<td class="l">{_e(f.get("direction") or "forward")}</td>' if two_way else ""
             rows.append(
-                f'<tr{" class=run" if i == 0 else ""}>{lead if i == 0 else ""}'
+                f'<tr{" class=run" if i == 0 and several else ""}>{lead if i == 0 else ""}'
                 f'<td class="l">{_e(f.get("label", ""))}</td><td class="l">{_e(kind)}</td>{direction}{cells}</tr>'
             )
-    table = f"<table>{head}{''.join(rows)}</table>"
-    return table + _links_table(res) if two_way else table
+    table = f'<div class="wide"><table class="flows">{head}{"".join(rows)}</table></div>'
+    return table + _links_table(runs) if two_way else table
 
 
-def _links_table(res: ScenarioRun) -> str:
+def _links_table(runs: Sequence[RunResult]) -> str:
     """Both bottlenecks of each run (RFC 8867 5.3): what crossed them and the control traffic."""
     head = ('<tr><th class="l">run</th><th class="l">link</th><th>mean capacity (kbit/s)</th><th>utilization</th>'
             "<th>loss</th><th>queue drops</th><th>random drops</th><th>control (feedback) kbit/s</th></tr>")
     rows = []
-    for run in res.runs:
+    for run in runs:
         links = [("forward", run.link)] + ([("reverse", run.reverse_link)] if run.reverse_link is not None else [])
         for i, (name, link) in enumerate(links):
             rows.append(
@@ -180,16 +270,23 @@ def _links_table(res: ScenarioRun) -> str:
     )
 
 
-def _img(path: Path, caption: str) -> str:
-    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    return f'<figure><img alt="{_e(caption)}" src="data:image/png;base64,{data}"><figcaption>{_e(caption)}</figcaption></figure>'
+def _meta_line(results: Sequence[ScenarioRun]) -> str:
+    runs = sum(len(r.runs) for r in results)
+    names = len({r.name for res in results for r in res.runs})
+    return (f"ratelab {_e(__version__)} · {len(results)} scenario{'s' if len(results) != 1 else ''} × "
+            f"{names} controller{'s' if names != 1 else ''} · {runs} runs")
+
+
+def _scenario_meta(res: ScenarioRun) -> str:
+    sc = res.scenario
+    meta = f"scenario <code>{_e(sc.name)}</code>, seed {res.seed}, {sc.duration_s:g} s simulated"
+    if sc.overrides:
+        meta += ", with " + ", ".join(f"<code>{_e(o)}</code>" for o in sc.overrides)
+    if res.interrupted:
+        meta += " — <b>interrupted</b>: only finished runs are shown"
+    return meta
 
 
 def _anchor(res: ScenarioRun) -> str:
     base = res.title or res.scenario.name
     return "s-" + "".join(c if c.isalnum() else "-" for c in base)
-
-
-def _e(s: Any) -> str:
-    return html.escape(str(s))
-

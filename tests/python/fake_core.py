@@ -120,6 +120,7 @@ class Simulation:
                 rate = share * (0.9 if f["controller"] != "oracle" else 1.0)
                 n = max(1, int(rate * 1000 * self._dt / 8 / 1200))
                 owd = f["one_way_delay_ms"] + 5 * self._rng.random()
+                lost_here = 0
                 for k in range(n):
                     lost = self._rng.random() < loss
                     send = t + k * self._dt / n
@@ -128,10 +129,12 @@ class Simulation:
                     self._seq[i] += 1
                     self._sent[i] += 1
                     self._lost[i] += lost
+                    lost_here += lost
                     self._bytes[i] += 0 if lost else 1200
                 self._owd[i].append(owd)
                 target = math.nan if f["kind"] == "tcp" else rate
-                self._series.append((t, i, target, rate * 2.5, rate, rate * (1 - loss), owd, cap, 5.0))
+                freezes = math.nan if f["kind"] == "tcp" else float(int(t) // 4)  # a toy freeze every 4 s
+                self._series.append((t, i, target, rate * 2.5, rate, rate * (1 - loss), owd, cap, 5.0, float(lost_here), freezes))
             self.now_s = round(t + self._dt, 9)
         return self.now_s + 1e-9 >= self.duration_s
 
@@ -146,7 +149,8 @@ class Simulation:
 
     def take_series(self) -> dict:
         s, self._series = self._series, []
-        names = ["t_s", "flow", "target_kbps", "encoder_kbps", "pacing_kbps", "send_kbps", "recv_kbps", "owd_ms", "capacity_kbps", "queue_ms"]
+        names = ["t_s", "flow", "target_kbps", "pacing_kbps", "send_kbps", "recv_kbps", "owd_ms", "capacity_kbps", "queue_ms",
+                 "lost_packets", "freezes"]
         cols = list(zip(*s)) if s else [()] * len(names)
         return {n: np.array(c, dtype=np.uint32 if n == "flow" else np.float64) for n, c in zip(names, cols)}
 

@@ -166,11 +166,11 @@ def test_report_shows_the_reverse_link_when_present(tmp_path):
     assert "Reverse bottleneck" not in one and "feedback loss" not in one and "direction" not in one
     two = write_report([_result(True), _result(False)], tmp_path / "two.html", plots=False).read_text()
     assert "Reverse bottleneck" in two
-    assert "80.0 % / 35.0 %" in two  # overview and table: forward / reverse utilization
+    assert "80.0 / 35.0" in two and "link util. (%) fwd / rev" in two  # forward / reverse utilization
     # the links table: reverse capacity, loss, control rate; the flows table: direction, feedback loss
     assert '<td class="l">reverse</td><td>1000</td><td>35.0 %</td><td>1.0 %</td><td>3</td><td>0</td><td>4.8</td>' in two
     assert '<td class="l">b</td><td class="l">tcp</td><td class="l">reverse</td><td>700</td>' in two
-    assert "<td>12.5 %</td></tr>" in two
+    assert "<th>feedback loss (%)</th>" in two and "<td>12.5</td></tr>" in two
 
 
 # --- campaigns: store, views, query -------------------------------------------------------------

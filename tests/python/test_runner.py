@@ -9,7 +9,6 @@ import pytest
 
 from ratelab import runner
 from ratelab.errors import InputError
-from ratelab.report import write_report
 from ratelab.results import build_summary, write_summary
 from ratelab.runner import Interrupted, run_scenario
 
@@ -104,16 +103,3 @@ def test_interrupt_keeps_finished_runs_and_no_partial_files(fake_core, tmp_path)
     assert (tmp_path / "gcc" / "packets.parquet").exists()
     assert not list(tmp_path.rglob("*.part"))
     assert not (tmp_path / "oracle" / "packets.parquet").exists()
-
-
-def test_report_is_self_contained(fake_core, tmp_path):
-    a = run_scenario("rmcat-5.6", ["gcc", "oracle"], out_dir=tmp_path / "a", overrides=["duration_s=10"])
-    b = run_scenario("lcc-loss", ["gcc"], out_dir=tmp_path / "b", overrides=["duration_s=10", "link.loss=0.05"])
-    b.title = "lcc-loss with 5 % loss"
-    path = write_report([a, b], tmp_path / "report.html")
-    html = path.read_text()
-    assert html.startswith("<!DOCTYPE html>")
-    assert "://" not in html and "<script" not in html and "<link" not in html
-    assert html.count("data:image/png;base64,") == 4  # comparison + 2 runs of a, 1 run of b
-    assert "Overview" in html and "lcc-loss with 5 % loss" in html and "link.loss=0.05" in html
-    assert (tmp_path / "a" / "comparison.png").exists() and (tmp_path / "a" / "gcc" / "plot.png").exists()

@@ -180,3 +180,38 @@ fn tcp_in_deep_buffer_recovers_without_timeouts() {
     }
     assert!(worst > 1600.0, "worst 1-s throughput {worst} kbit/s");
 }
+
+/// The series' `lost_packets` (losses per interval) add up to the flow's losses, and `freezes`
+/// (the receiver's running freeze count) never decreases and ends at the summary's count; a TCP
+/// flow has no freeze count (NaN).
+#[test]
+fn series_loss_and_freeze_columns_match_the_summary() {
+    let sc = scenario(serde_json::json!({
+        "name": "t", "duration_s": 20,
+        "link": {"capacity_kbps": 1000, "loss": 0.05, "queue": {"ms": 300}},
+        "flows": [{"kind": "media", "controller": "fixed", "params": {"rate_kbps": 1500.0},
+                   "media": {"min_kbps": 10, "max_kbps": 10000, "start_kbps": 1500.0}},
+                  {"kind": "tcp", "start_s": 1}]
+    }));
+    let mut sim = build_simulation(&sc, 3, None).unwrap();
+    sim.run_to_end();
+    let s = sim.summary();
+    let log = sim.take_series();
+    let series = &log;
+    let rows = |flow: u32| (0..series.len()).filter(move |&i| series.flow[i] == flow);
+    let lost: f64 = rows(0).map(|i| series.lost_packets[i]).sum();
+    let f = &s.flows[0];
+    assert!(f.packets_lost > 100, "{}", f.packets_lost);
+    // Losses after the last sample (less than one 25-ms interval) are not in the series.
+    assert!(lost <= f.packets_lost as f64 && lost >= 0.97 * f.packets_lost as f64, "series {lost} vs summary {}", f.packets_lost);
+    let freezes: Vec<f64> = rows(0).map(|i| series.freezes[i]).collect();
+    assert!(freezes.windows(2).all(|w| w[1] >= w[0]), "freeze count decreased");
+    let total = f.freeze_count.unwrap() as f64;
+    assert!(total > 0.0, "an overloaded lossy flow freezes");
+    // A stall still running when the run ends is counted by the summary only.
+    let last = *freezes.last().unwrap();
+    assert!(last == total || last == total - 1.0, "series {last} vs summary {total}");
+    assert!(rows(1).all(|i| series.freezes[i].is_nan()));
+    let tcp_lost: f64 = rows(1).map(|i| series.lost_packets[i]).sum();
+    assert!(tcp_lost <= s.flows[1].packets_lost as f64);
+}

@@ -250,6 +250,9 @@ fn join_series(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResult
         // Without an emulator sample at this time, the link's schedule (what the emulator applies).
         series.capacity_kbps.push(e.map_or_else(|| capacities.get(d).map_or(f64::NAN, |c| c.rate_at(t).kbps_f64()), |j| es.capacity_kbps[d][j]));
         series.queue_ms.push(e.map_or(f64::NAN, |j| es.queue_ms[d][j]));
+        // Not sampled per interval in live mode (the summary has the totals).
+        series.lost_packets.push(f64::NAN);
+        series.freezes.push(f64::NAN);
     }
     series
 }

@@ -36,6 +36,7 @@ pub struct FlowMetrics {
     pub(crate) iv_recv: Bytes,
     pub(crate) iv_owd_sum_us: i64,
     pub(crate) iv_owd_n: u32,
+    pub(crate) iv_lost: u64,
 }
 
 impl FlowMetrics {
@@ -43,7 +44,7 @@ impl FlowMetrics {
         FlowMetrics {
             packets_sent: 0, bytes_sent: Bytes::ZERO, packets_received: 0, bytes_received: Bytes::ZERO, packets_lost: 0, bytes_lost: Bytes::ZERO,
             owd: delay_histogram(), queue: delay_histogram(), owd_sum_us: 0, queue_sum_us: 0, goodput_bins: Vec::new(), video: None, return_path: None,
-            start, stop, iv_sent: Bytes::ZERO, iv_recv: Bytes::ZERO, iv_owd_sum_us: 0, iv_owd_n: 0,
+            start, stop, iv_sent: Bytes::ZERO, iv_recv: Bytes::ZERO, iv_owd_sum_us: 0, iv_owd_n: 0, iv_lost: 0,
         }
     }
 
@@ -72,6 +73,7 @@ impl FlowMetrics {
     pub fn on_lost(&mut self, size: Bytes) {
         self.packets_lost += 1;
         self.bytes_lost += size;
+        self.iv_lost += 1;
     }
 
     pub fn owd_mean_ms(&self) -> Option<f64> {
@@ -161,6 +163,11 @@ pub struct SeriesLog {
     pub capacity_kbps: Vec<f64>,
     pub queue_ms: Vec<f64>,
     pub cwnd_bytes: Vec<f64>,
+    /// Packets of the flow found lost during the interval (a loss is counted when the
+    /// simulator drops the packet, not when the receiver notices the gap).
+    pub lost_packets: Vec<f64>,
+    /// The receiver's freeze count so far (webrtc-stats `freezeCount`, cumulative); NaN for TCP.
+    pub freezes: Vec<f64>,
 }
 
 impl SeriesLog {

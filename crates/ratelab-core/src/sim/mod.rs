@@ -470,6 +470,8 @@ impl Simulation {
             s.owd_ms.push(if m.iv_owd_n > 0 { m.iv_owd_sum_us as f64 / m.iv_owd_n as f64 / 1e3 } else { f64::NAN });
             s.capacity_kbps.push(cap);
             s.queue_ms.push(qd);
+            s.lost_packets.push(m.iv_lost as f64);
+            m.iv_lost = 0;
             m.iv_sent = Default::default();
             m.iv_recv = Default::default();
             m.iv_owd_sum_us = 0;
@@ -481,12 +483,14 @@ impl Simulation {
                     s.pacing_kbps.push(mf.pacer.pacing_rate().kbps_f64());
                     let w = mf.pacer.cwnd();
                     s.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
+                    s.freezes.push(mf.receiver.stats.freeze_count as f64);
                 }
                 FlowState::Tcp(t) => {
                     s.target_kbps.push(f64::NAN);
                     s.encoder_kbps.push(f64::NAN);
                     s.pacing_kbps.push(t.sender.pacing_rate().map_or(f64::NAN, |r| r.kbps_f64()));
                     s.cwnd_bytes.push(t.sender.cwnd().as_f64());
+                    s.freezes.push(f64::NAN);
                 }
             }
         }
