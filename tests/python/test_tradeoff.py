@@ -81,3 +81,29 @@ def test_real_plan_template():
     assert len({s.scenario for s in specs}) == len(shipped_split()) - sum(1 for k in shipped_split() if k.startswith("mahimahi"))
     assert {s.seed for s in specs} == {1, 2, 3}
     assert not math.isnan(doc["link"]["queue"]["rate_kbps"])
+
+
+def test_tradeoff_cli_on_a_small_campaign(tmp_path, core, cli):
+    """A real sweep (oracle, gcc; one shipped trace, 20 s) and its summary: the oracle, which
+    sends at 95 % of the capacity, shows ≈ 95 % utilization of min(capacity, media max)."""
+    import json
+
+    plan = tmp_path / "small.toml"
+    plan.write_text('name = "small"\ncontrollers = ["oracle", "gcc"]\nseeds = 1\n'
+                    'traces = ["opennetlab-WIRED_900kbs.csv"]\ntrace_duration_s = 20\n'
+                    'set = ["flows.0.media.max_kbps=20000"]\n')
+    from ratelab.scenario import TRACE_DIR
+
+    plan.write_text(plan.read_text().replace('"opennetlab-WIRED_900kbs.csv"', json.dumps(str(TRACE_DIR / "opennetlab-WIRED_900kbs.csv"))))
+    out = tmp_path / "res"
+    r = cli("sweep", str(plan), "--out", str(out), "-j", "1", "-q")
+    assert r.returncode == 0, r.stderr
+    r = cli("tradeoff", "small", "--out", str(out), "--split", "all", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    table = {row["controller"]: row for row in json.loads(r.stdout)["all"]}
+    assert list(table)[0] == "oracle"
+    assert 0.85 < table["oracle"]["utilization"] < 1.0
+    assert table["oracle"]["p95_vs_oracle"] == pytest.approx(1.0)
+    assert 0.0 < table["gcc"]["utilization"] < 1.05
+    r = cli("tradeoff", "markdown-test", "--out", str(out))
+    assert r.returncode == 2 and "no campaign folder" in r.stderr
