@@ -464,6 +464,47 @@ def query(campaign: str, sql: str, out: Path, fmt_: str) -> None:
     _console().print(t)
 
 
+@cli.command()
+@click.argument("campaign")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
+              help="Parent folder where CAMPAIGN is looked up (unless CAMPAIGN is a folder itself).")
+@click.option("--split", "splits", type=click.Choice(["all", "train", "test"]), multiple=True,
+              help="Traces to average over (traces/split.csv); repeat for several tables.  [default: all, train, test]")
+@click.option("--reference", default="oracle", show_default=True, help="Controller whose p95 the others are compared to.")
+@click.option("--format", "fmt_", type=click.Choice(["markdown", "csv", "json"]), default="markdown", show_default=True)
+@click.option("--per-run", is_flag=True, help="Print one row per run (controller, trace, seed) instead.")
+def tradeoff(campaign: str, out: Path, splits: tuple[str, ...], reference: str, fmt_: str, per_run: bool) -> None:
+    """Utilization of min(capacity, media max) and p95 queuing delay per controller of a trace
+    campaign (e.g. `ratelab sweep real`), as means over traces and seeds, against the oracle."""
+    import json
+
+    from .results import _strict
+    from .tradeoff import markdown, run_rows, summarize
+
+    root = Path(campaign)
+    if not (root.is_dir() and (root / "plan.json").is_file()):
+        root = out / campaign
+    if not (root / "plan.json").is_file():
+        raise InputError(campaign, "", f"no campaign folder (looked for {campaign} and {out / campaign})")
+    rows = run_rows(root)
+    tables = {"runs": rows} if per_run else {sp: summarize(rows, sp, reference=reference) for sp in (splits or ("all", "train", "test"))}
+    if fmt_ == "json":
+        click.echo(json.dumps({k: [_strict(r) for r in v] for k, v in tables.items()}))
+        return
+    for name, table in tables.items():
+        if fmt_ == "csv" or per_run:
+            import csv
+
+            w = csv.writer(sys.stdout)
+            cols = list(table[0]) if table else []
+            w.writerow(["split", *cols] if not per_run else cols)
+            for r in table:
+                w.writerow(([name] if not per_run else []) + [r[c] for c in cols])
+            continue
+        click.echo(f"\n{name} traces\n")
+        click.echo(markdown(table, reference))
+
+
 def _cell(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"

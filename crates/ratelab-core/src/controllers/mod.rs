@@ -23,6 +23,7 @@ pub mod nada;
 pub mod oracle;
 pub mod pcc;
 pub mod r3net;
+pub mod ratelab_cc;
 pub mod scream;
 #[cfg(test)]
 pub(crate) mod testkit;
@@ -188,6 +189,12 @@ pub fn registry() -> &'static [Entry] {
             summary: "constant target rate (no congestion control)",
             defaults: defaults_of::<fixed::FixedConfig>,
             build: |p, _| Ok(Built::sender(fixed::Fixed::new(parse_params(p)?))),
+        },
+        Entry {
+            name: "ratelab-cc",
+            summary: "ratelab's own (issue 15): queue target on one-way delay, drain at the measured delivery rate, additive fairness, competitive mode",
+            defaults: defaults_of::<ratelab_cc::RatelabCcConfig>,
+            build: |p, _| Ok(Built::sender(ratelab_cc::RatelabCc::new(parse_params(p)?)?)),
         },
         Entry {
             name: "oracle",
