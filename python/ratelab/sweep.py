@@ -45,7 +45,7 @@ def plan_specs(plan: Plan) -> list[RunSpec]:
 
 
 def run_sweep(plan: Plan, root: Path, *, engine: str = "local", workers: int | None = None,
-              address: str | None = None, on_run: ReportFn | None = None,
+              address: str | None = None, ray_files: str = "object-store", on_run: ReportFn | None = None,
               specs: list[RunSpec] | None = None) -> SweepResult:
     """Execute every run of ``plan`` that has not finished yet (failed runs are retried)."""
     from .engines import run_local, run_ray
@@ -59,7 +59,7 @@ def run_sweep(plan: Plan, root: Path, *, engine: str = "local", workers: int | N
         t0 = time.perf_counter()
         try:
             if todo:
-                it = run_ray(todo, root, address, workers) if engine == "ray" else run_local(todo, root, workers)
+                it = run_ray(todo, root, address, workers, ray_files) if engine == "ray" else run_local(todo, root, workers)
                 for summary in it:
                     st = summary.get("status")
                     if st == "done":
