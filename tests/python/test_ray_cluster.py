@@ -144,6 +144,7 @@ def test_two_node_cluster_without_shared_disk_matches_the_pool_and_survives_a_lo
         reported_done = {ln.split()[2] for ln in err.splitlines() if ln.startswith("[") and ln.split()[1] == "done"}
         assert set(st["done"]) == reported_done, err  # every run the driver saw finish is on disk, whole
         assert len(st["done"]) + len(st["pending"]) == len(specs)
+        assert st["pending"], f"the second node was idle when stopped:\n{err}"  # its run was lost, not written
         kept = {d: (root / d / "flows.parquet").stat().st_mtime_ns for d in st["done"]}
         assert not any((root / ".tmp").iterdir())
 
