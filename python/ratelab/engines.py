@@ -103,7 +103,9 @@ def run_ray(specs: Sequence[RunSpec], root: Path, address: str | None = None, wo
         if address:
             ray.init(address=address, **kwargs)
         else:
-            ray.init(num_cpus=workers or default_workers(), **kwargs)
+            # "local": always a new instance, never a cluster that `ray start` left recorded
+            # in /tmp/ray (ray.init() alone would join that one, or fail on num_cpus).
+            ray.init(address="local", num_cpus=workers or default_workers(), **kwargs)
         started = True
     try:
         if files == "shared":
