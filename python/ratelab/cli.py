@@ -343,6 +343,8 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
                f"done {res.done + res.skipped}, failed {res.failed}, pending {res.lost + res.total - res.skipped - res.executed - res.lost}")
     for run_id, err in res.errors[:20]:
         click.echo(f"failed  {run_id}: {err}", err=True)
+    for run_id, why in res.lost_runs[:20]:
+        click.echo(f"lost    {run_id}: {why} (pending: the next sweep runs it)", err=True)
     click.echo(f"results: {root}")
     return 0
 

@@ -23,7 +23,10 @@ class SweepResult:
     failed: int = 0
     lost: int = 0
     wall_s: float = 0.0
+    #: (run_id, error) of failed runs (error.json written; retried by the next sweep).
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: (run_id, why) of lost runs (a dead worker or node: nothing written; run by the next sweep).
+    lost_runs: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def executed(self) -> int:
@@ -71,7 +74,7 @@ def run_sweep(plan: Plan, root: Path, *, engine: str = "local", workers: int | N
                         res.skipped += 1
                     else:
                         res.lost += 1
-                        res.errors.append((summary["run_id"], str(summary.get("error", ""))))
+                        res.lost_runs.append((summary["run_id"], str(summary.get("error", ""))))
                     if on_run is not None:
                         on_run(summary, res)
         finally:

@@ -152,6 +152,7 @@ def test_two_node_cluster_without_shared_disk_matches_the_pool_and_survives_a_lo
         assert set(st["done"]) == reported_done, err  # every run the driver saw finish is on disk, whole
         assert len(st["done"]) + len(st["pending"]) == len(specs)
         assert st["pending"] and " lost " in err, err  # the run on the stopped node was lost, not written
+        assert "lost    controller=" in err and "failed  " not in err, err  # named lost (pending), not failed
         kept = {d: (root / d / "flows.parquet").stat().st_mtime_ns for d in st["done"]}
         assert not any((root / ".tmp").iterdir())
 
