@@ -298,10 +298,13 @@ def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out:
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: a process pool on this machine; ray: Ray tasks (pip install 'ratelab[ray]').")
 @click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (auto, ray://HOST:10001, HOST:6379); default: start a local Ray.")
+@click.option("--ray-files", type=click.Choice(["object-store", "shared"]), default="object-store", show_default=True,
+              help="Ray: object-store returns each run's files to this machine (nodes need no shared disk); "
+                   "shared: tasks write into --out themselves (every node must mount it at the same path).")
 @click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]")
 @click.option("-q", "--quiet", is_flag=True, help="No line per finished run.")
 def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, engine: str, address: str | None,
-          workers: int | None, quiet: bool) -> int:
+          ray_files: str, workers: int | None, quiet: bool) -> int:
     """Run a campaign PLAN (a plan TOML file or a built-in plan such as `rmcat`): every controller ×
     scenario × parameter value × seed, one hive-style Parquet folder per run. Rerunning resumes."""
     from .campaign import builtin_plans, load_plan
@@ -340,12 +343,14 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
         if interactive:
             sys.stderr.flush()
 
-    res = run_sweep(p, root, engine=engine, workers=workers, address=address, on_run=on_run, specs=specs)
+    res = run_sweep(p, root, engine=engine, workers=workers, address=address, ray_files=ray_files, on_run=on_run, specs=specs)
     click.echo(f"campaign {p.name}: {res.total} runs; ran {res.executed} in {res.wall_s:.1f} s "
                f"({res.runs_per_s:.2f} runs/s), {res.skipped} already done; "
                f"done {res.done + res.skipped}, failed {res.failed}, pending {res.lost + res.total - res.skipped - res.executed - res.lost}")
     for run_id, err in res.errors[:20]:
         click.echo(f"failed  {run_id}: {err}", err=True)
+    for run_id, why in res.lost_runs[:20]:
+        click.echo(f"lost    {run_id}: {why} (pending: the next sweep runs it)", err=True)
     click.echo(f"results: {root}")
     return 0
 
@@ -363,10 +368,13 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
               help="HTML file.  [default: <out>/leaderboard/leaderboard.html]")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (with --engine ray).")
+@click.option("--ray-files", type=click.Choice(["object-store", "shared"]), default="object-store", show_default=True,
+              help="Ray: object-store returns each run's files to this machine (nodes need no shared disk); "
+                   "shared: tasks write into --out themselves (every node must mount it at the same path).")
 @click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]")
 @click.option("-q", "--quiet", is_flag=True, help="No line per finished run.")
 def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, duration: float, out: Path, report: Path | None,
-                engine: str, address: str | None, workers: int | None, quiet: bool) -> int:
+                engine: str, address: str | None, ray_files: str, workers: int | None, quiet: bool) -> int:
     """Every controller over every real trace × seeds, ranked in one self-contained HTML page."""
     from .leaderboard import leaderboard_plan, write_leaderboard
     from .scenario import TRACE_DIR
@@ -382,7 +390,7 @@ def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, du
             n = res.skipped + res.done + res.failed + res.lost
             click.echo(f"[{n}/{res.total}] {summary.get('status'):<6} {summary['run_id']}", err=True)
 
-    res = run_sweep(p, root, engine=engine, workers=workers, address=address, on_run=on_run, specs=specs)
+    res = run_sweep(p, root, engine=engine, workers=workers, address=address, ray_files=ray_files, on_run=on_run, specs=specs)
     path = write_leaderboard(root, report or root / "leaderboard.html")
     click.echo(f"leaderboard: {res.total} runs ({res.skipped} already done, ran {res.executed} in {res.wall_s:.1f} s, "
                f"failed {res.failed}); campaign {root}")

@@ -1,8 +1,10 @@
 """Execution engines for campaigns: a local process pool (default) and Ray.
 
-Both run :func:`ratelab.store.execute_run` for each pending run: the worker simulates, writes its
-own files into the campaign folder and returns a small summary dict. The engines only schedule and
-yield those summaries as runs finish.
+The process pool runs :func:`ratelab.store.execute_run` for each pending run: the worker simulates,
+writes its own files into the campaign folder and returns a small summary dict. Ray tasks by default
+run :func:`ratelab.store.execute_run_packed` on their own node and return the run's files through
+the object store; the driver commits them (no shared file system needed). The engines yield the
+summaries as runs finish.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from typing import Any, Iterator, Sequence
 
 from .campaign import RunSpec
 from .errors import InputError
-from .store import execute_run
+from .store import commit_packed, execute_run, execute_run_packed
 
 ENGINES = ("local", "ray")
+#: How Ray tasks hand their files to the campaign folder (see :func:`run_ray`).
+RAY_FILES = ("object-store", "shared")
 
 
 def default_workers() -> int:
@@ -73,35 +77,64 @@ def run_local(specs: Sequence[RunSpec], root: Path, workers: int | None = None) 
         pool.shutdown(wait=finished, cancel_futures=True)
 
 
-def run_ray(specs: Sequence[RunSpec], root: Path, address: str | None = None, workers: int | None = None) -> Iterator[dict[str, Any]]:
+def run_ray(specs: Sequence[RunSpec], root: Path, address: str | None = None, workers: int | None = None,
+            files: str = "object-store") -> Iterator[dict[str, Any]]:
     """Run as Ray tasks (one CPU each). Without ``address`` a local Ray instance with ``workers``
     CPUs is started; with one (``auto``, ``ray://host:10001`` or ``host:6379``) the cluster is used
-    and every node must see ``root`` at the same path (shared storage) and have ratelab installed."""
+    (every node needs ratelab installed).
+
+    ``files``: ``object-store`` (default) — each task simulates into a folder on its own node and
+    returns the run's files as bytes through Ray's object store; the driver writes them into the
+    campaign folder with the same tmp-and-rename commit as the local engine, so no node but the
+    driver's needs to see ``root``. ``shared`` — tasks write into ``root`` themselves, which every
+    node must see at the same path (NFS or another shared file system).
+    """
+    if files not in RAY_FILES:
+        raise InputError("--ray-files", files, f"expected one of {', '.join(RAY_FILES)}")
     try:
         import ray  # optional extra: pip install 'ratelab[ray]'
     except ImportError:
         raise InputError("--engine", "ray", "Ray is not installed (pip install 'ratelab[ray]')") from None
     started = False
     base = _base_dir()
+    root = Path(root).resolve()
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
         if address:
             ray.init(address=address, **kwargs)
         else:
-            ray.init(num_cpus=workers or default_workers(), **kwargs)
+            # "local": always a new instance, never a cluster that `ray start` left recorded
+            # in /tmp/ray (ray.init() alone would join that one, or fail on num_cpus).
+            ray.init(address="local", num_cpus=workers or default_workers(), **kwargs)
         started = True
     try:
-        task = ray.remote(num_cpus=1, max_retries=0)(execute_run)
-        root_s = str(Path(root).resolve())
-        pending = {task.remote(s.to_dict(), root_s, base): s for s in specs}
-        while pending:
+        if files == "shared":
+            shared = ray.remote(num_cpus=1, max_retries=0)(execute_run)
+            submit = lambda s: shared.remote(s.to_dict(), str(root), base)  # noqa: E731
+        else:
+            packed = ray.remote(num_cpus=1, max_retries=0)(execute_run_packed)
+            submit = lambda s: packed.remote(s.to_dict(), base)  # noqa: E731
+        # A bounded window of submitted runs: results wait in the object store only briefly and
+        # an interrupted sweep leaves little queued on the cluster.
+        window = max(32, 4 * int(ray.cluster_resources().get("CPU", 1)))
+        todo = list(specs)[::-1]
+        pending: dict[Any, RunSpec] = {}
+        while todo or pending:
+            while todo and len(pending) < window:
+                s = todo.pop()
+                pending[submit(s)] = s
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
                 s = pending.pop(ref)
                 try:
-                    yield ray.get(ref)
+                    summary = ray.get(ref)
                 except Exception as exc:  # noqa: BLE001 - a dead worker or node
                     yield {"run_id": s.run_id, "status": "lost", "error": f"{type(exc).__name__}: {exc}"}
+                    continue
+                packed_files = summary.pop("files", None)
+                if packed_files is not None:
+                    commit_packed(root, s.run_id, packed_files)
+                yield summary
     finally:
         if started:
             ray.shutdown()

@@ -96,15 +96,13 @@ def read_provenance(path: str | Path) -> dict[str, str]:
 # --- one run --------------------------------------------------------------------------------
 
 def execute_run(spec: RunSpec | dict[str, Any], root: str | Path, base_dir: str | None = None) -> dict[str, Any]:
-    """Run one campaign run and commit its folder; never raises for a failing run.
+    """Run one campaign run and commit its folder under ``root``; never raises for a failing run.
 
-    Called in worker processes (local pool or Ray tasks): writes its own files and returns only a
-    small summary ``{"run_id", "status": "done"|"failed"|"skipped", "wall_s", ...}``. ``base_dir``:
-    where the sweep started, for Python controllers named by a relative path (the worker's own
-    directory may differ, e.g. on Ray).
+    Called in worker processes that see the campaign folder (the local pool, Ray in shared-path
+    mode): writes its own files and returns only a small summary ``{"run_id", "status":
+    "done"|"failed"|"skipped", "wall_s", ...}``. ``base_dir``: where the sweep started, for Python
+    controllers named by a relative path (the worker's own directory may differ, e.g. on Ray).
     """
-    if base_dir is not None:
-        os.environ["RATELAB_BASE_DIR"] = base_dir
     if isinstance(spec, dict):
         spec = RunSpec.from_dict(spec)
     root = Path(root)
@@ -114,25 +112,73 @@ def execute_run(spec: RunSpec | dict[str, Any], root: str | Path, base_dir: str 
     tmp_base = root / TMP_DIR
     tmp_base.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="run-", dir=tmp_base))
-    t0 = time.perf_counter()
     try:
-        try:
-            result = _simulate(spec, work / "run")
-        except Exception as exc:  # noqa: BLE001 - a failing run is recorded, the campaign goes on
-            err = _error_record(spec, exc, time.perf_counter() - t0)
-            errdir = work / "failed"
-            errdir.mkdir()
-            (errdir / ERROR_FILE).write_text(json.dumps(err, indent=2) + "\n", encoding="utf-8")
-            commit_dir(errdir, final, root)
-            return {"run_id": spec.run_id, "status": "failed", "error": err["error"], "wall_s": err["wall_s"]}
-        commit_dir(work / "run", final, root)
-        media = [f for f in result.flows if f.get("kind") == "media"]
-        return {"run_id": spec.run_id, "status": "done", "wall_s": time.perf_counter() - t0,
-                "sim_wall_s": result.wall_seconds, "sim_speed": result.sim_speed,
-                "utilization": result.link.get("utilization"),
-                "owd_ms_p95": max((f.get("owd_ms_p95") or 0.0 for f in media), default=None)}
+        folder, summary = produce_run(spec, work, base_dir)
+        commit_dir(folder, final, root)
+        return summary
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def execute_run_packed(spec: RunSpec | dict[str, Any], base_dir: str | None = None) -> dict[str, Any]:
+    """Run one campaign run in a private folder of this machine and return its files as bytes.
+
+    For workers that do not see the campaign folder (Ray nodes with their own disks): the summary
+    dict gains ``"files": {relative path: bytes}``; the driver writes them with
+    :func:`commit_packed`. Without packet logs a run is a few tens of kB.
+    """
+    if isinstance(spec, dict):
+        spec = RunSpec.from_dict(spec)
+    work = Path(tempfile.mkdtemp(prefix="ratelab-run-"))
+    try:
+        folder, summary = produce_run(spec, work, base_dir)
+        summary["files"] = {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
+        return summary
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def commit_packed(root: Path, run_id: str, files: dict[str, bytes]) -> None:
+    """Driver side of :func:`execute_run_packed`: write the files into a private folder under
+    ``.tmp/`` and move it into place in one rename, exactly as a local worker commits a run."""
+    if not files or not any(n in (DONE_FILE, ERROR_FILE) for n in files):
+        raise ValueError(f"{run_id}: the worker returned no {DONE_FILE} or {ERROR_FILE}")
+    root = Path(root)
+    tmp_base = root / TMP_DIR
+    tmp_base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="run-", dir=tmp_base))
+    try:
+        folder = work / "run"
+        for name, data in files.items():
+            target = (folder / name).resolve()
+            if folder.resolve() not in target.parents:
+                raise ValueError(f"{run_id}: file name {name!r} leaves the run folder")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        commit_dir(folder, root / run_id, root)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def produce_run(spec: RunSpec, work: Path, base_dir: str | None = None) -> tuple[Path, dict[str, Any]]:
+    """Simulate one run into ``work/run`` (or record its failure in ``work/failed/error.json``);
+    returns the finished folder and the run's small summary dict."""
+    if base_dir is not None:
+        os.environ["RATELAB_BASE_DIR"] = base_dir
+    t0 = time.perf_counter()
+    try:
+        result = _simulate(spec, work / "run")
+    except Exception as exc:  # noqa: BLE001 - a failing run is recorded, the campaign goes on
+        err = _error_record(spec, exc, time.perf_counter() - t0)
+        errdir = work / "failed"
+        errdir.mkdir()
+        (errdir / ERROR_FILE).write_text(json.dumps(err, indent=2) + "\n", encoding="utf-8")
+        return errdir, {"run_id": spec.run_id, "status": "failed", "error": err["error"], "wall_s": err["wall_s"]}
+    media = [f for f in result.flows if f.get("kind") == "media"]
+    return work / "run", {"run_id": spec.run_id, "status": "done", "wall_s": time.perf_counter() - t0,
+                          "sim_wall_s": result.wall_seconds, "sim_speed": result.sim_speed,
+                          "utilization": result.link.get("utilization"),
+                          "owd_ms_p95": max((f.get("owd_ms_p95") or 0.0 for f in media), default=None)}
 
 
 def _simulate(spec: RunSpec, run_dir: Path):

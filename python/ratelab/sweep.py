@@ -23,7 +23,10 @@ class SweepResult:
     failed: int = 0
     lost: int = 0
     wall_s: float = 0.0
+    #: (run_id, error) of failed runs (error.json written; retried by the next sweep).
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: (run_id, why) of lost runs (a dead worker or node: nothing written; run by the next sweep).
+    lost_runs: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def executed(self) -> int:
@@ -45,7 +48,7 @@ def plan_specs(plan: Plan) -> list[RunSpec]:
 
 
 def run_sweep(plan: Plan, root: Path, *, engine: str = "local", workers: int | None = None,
-              address: str | None = None, on_run: ReportFn | None = None,
+              address: str | None = None, ray_files: str = "object-store", on_run: ReportFn | None = None,
               specs: list[RunSpec] | None = None) -> SweepResult:
     """Execute every run of ``plan`` that has not finished yet (failed runs are retried)."""
     from .engines import run_local, run_ray
@@ -59,7 +62,7 @@ def run_sweep(plan: Plan, root: Path, *, engine: str = "local", workers: int | N
         t0 = time.perf_counter()
         try:
             if todo:
-                it = run_ray(todo, root, address, workers) if engine == "ray" else run_local(todo, root, workers)
+                it = run_ray(todo, root, address, workers, ray_files) if engine == "ray" else run_local(todo, root, workers)
                 for summary in it:
                     st = summary.get("status")
                     if st == "done":
@@ -71,7 +74,7 @@ def run_sweep(plan: Plan, root: Path, *, engine: str = "local", workers: int | N
                         res.skipped += 1
                     else:
                         res.lost += 1
-                        res.errors.append((summary["run_id"], str(summary.get("error", ""))))
+                        res.lost_runs.append((summary["run_id"], str(summary.get("error", ""))))
                     if on_run is not None:
                         on_run(summary, res)
         finally:

@@ -192,6 +192,40 @@ def test_a_run_that_dies_midway_leaves_only_its_error(tmp_path, fake_core, monke
     assert sorted(p.name for p in run.iterdir()) == ["flows.parquet", "series.parquet"]
 
 
+def test_packed_runs_travel_as_bytes_and_commit_like_local_ones(tmp_path, fake_core, monkeypatch):
+    """Ray's default: the worker returns the run's files, the driver commits them (no shared disk)."""
+    from ratelab.store import commit_packed, execute_run, execute_run_packed, failures
+
+    out = execute_run_packed(_spec(tmp_path, git_commit="abc"))
+    files = out.pop("files")
+    assert out["status"] == "done" and sorted(files) == ["flows.parquet", "series.parquet"]
+    root = tmp_path / "camp"
+    commit_packed(root, out["run_id"], files)
+    direct = tmp_path / "direct"
+    execute_run(_spec(tmp_path, git_commit="abc"), direct)
+    run = "controller=gcc/scenario=tiny/seed=1"
+    timing = ["wall_seconds", "sim_speed"]  # the only columns two runs of one spec may differ in
+    for name in files:  # the same table and provenance as a run the worker committed itself
+        a, b = pq.read_table(root / run / name), pq.read_table(direct / run / name)
+        keep = [c for c in a.column_names if c not in timing]
+        assert a.column_names == b.column_names and a.select(keep).equals(b.select(keep)), name
+        assert a.schema.metadata == b.schema.metadata
+    assert not any((root / ".tmp").iterdir())
+    # a failure travels as error.json and replaces nothing but the run's own folder
+    monkeypatch.setattr(fake_core.Simulation, "run", lambda self, until_s=None: 1 / 0)
+    bad = execute_run_packed(_spec(tmp_path))
+    assert bad["status"] == "failed" and list(bad["files"]) == ["error.json"]
+    commit_packed(root, bad["run_id"], bad["files"])
+    assert [p.name for p in (root / run).iterdir()] == ["error.json"]
+    assert failures(root)[0]["type"] == "ZeroDivisionError"
+    # a reply that is not a run, or names a file outside the run folder, is refused
+    with pytest.raises(ValueError, match="no flows.parquet"):
+        commit_packed(root, run, {"series.parquet": b""})
+    with pytest.raises(ValueError, match="leaves the run folder"):
+        commit_packed(root, run, {"flows.parquet": b"", "../../evil": b""})
+    assert [p.name for p in (root / run).iterdir()] == ["error.json"] and not (root / "evil").exists()
+
+
 SWEEP_PLAN = """
 name = "camp"
 controllers = ["gcc", "oracle"]
