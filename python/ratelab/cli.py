@@ -1,6 +1,6 @@
 """The ``ratelab`` command line: run, list, bench, demo, reproduce, sweep, leaderboard, query, live, emulate.
 
-Exit codes: 0 ok, 1 interrupted (Ctrl-C), 2 bad input. Bad input of any kind is reported as one
+Exit codes: 0 ok, 2 bad input, 130 interrupted (Ctrl-C; 128 + SIGINT, as a shell reports it). Bad input of any kind is reported as one
 line ``error: <file>: <field>: <what is wrong>`` on stderr, never as a traceback.
 """
 
@@ -31,10 +31,14 @@ BENCH_SCENARIOS = ["bench-single", "bench-three", "bench-tcp", "bench-two-way"]
 #: Controllers the demo leaves out: `fixed` does no congestion control, nothing to compare.
 DEMO_EXCLUDED = {"fixed"}
 
+#: Exit status after Ctrl-C: 128 + SIGINT, what a shell reports for a process killed by it, so
+#: that scripts and CI notice (finished runs are kept all the same).
+EXIT_INTERRUPTED = 130
+
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 set_option = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                           help="Override a scenario field by dotted path, e.g. link.loss=0.05 or flows[0].start_s=10 (value is a TOML literal). Repeatable.")
-seed_option = click.option("--seed", type=int, default=1, show_default=True, help="Random seed (same seed, same results).")
+seed_option = click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True, help="Random seed (same seed, same results).")
 
 
 @click.group(context_settings=CONTEXT, invoke_without_command=True)
@@ -83,14 +87,15 @@ def finish_runs(out: Path, run) -> None:
 @click.option("--no-packets", is_flag=True, help="Do not keep the per-packet log (faster, smaller).")
 @click.option("--model", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="ONNX policy for r3net (default: the shipped model); makes every media flow r3net unless -c says otherwise.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None, overrides: tuple[str, ...],
-        no_packets: bool, model: Path | None) -> None:
+        no_packets: bool, model: Path | None, quiet: bool) -> None:
     """Run SCENARIO (a TOML file or a built-in name) and write summary.json, Parquet, plots and report.html."""
     sc = load_scenario(scenario, overrides)
     if model is not None:
         sc = sc.with_overrides(model_overrides(sc, model))
     out = out or Path("results") / sc.name
-    finish_runs(out, lambda: run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=True))
+    finish_runs(out, lambda: run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=not quiet))
 
 
 def model_overrides(sc, model: Path) -> list[str]:
@@ -302,6 +307,7 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
                 click.echo(f"failed  {f['run_id']}: {f.get('error', '')}")
         return 0
     interactive = sys.stderr.isatty()
+    eta = _eta_clock()
 
     def on_run(summary: dict, res) -> None:
         if quiet:
@@ -309,7 +315,7 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
         n = res.skipped + res.done + res.failed + res.lost
         st = summary.get("status")
         extra = f"{summary.get('wall_s', 0):.1f} s" if st == "done" else summary.get("error", "")
-        click.echo(f"[{n}/{res.total}] {st:<6} {summary['run_id']}  {extra}", err=True)
+        click.echo(f"[{n}/{res.total}] {st:<6} {summary['run_id']}  {extra}  ETA {eta(res)}", err=True)
         if interactive:
             sys.stderr.flush()
 
@@ -350,10 +356,12 @@ def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, du
     root = campaign_root(p, out)
     specs = plan_specs(p)
 
+    eta = _eta_clock()
+
     def on_run(summary: dict, res) -> None:
         if not quiet:
             n = res.skipped + res.done + res.failed + res.lost
-            click.echo(f"[{n}/{res.total}] {summary.get('status'):<6} {summary['run_id']}", err=True)
+            click.echo(f"[{n}/{res.total}] {summary.get('status'):<6} {summary['run_id']}  ETA {eta(res)}", err=True)
 
     res = run_sweep(p, root, engine=engine, workers=workers, address=address, on_run=on_run, specs=specs)
     path = write_leaderboard(root, report or root / "leaderboard.html")
@@ -361,6 +369,22 @@ def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, du
                f"failed {res.failed}); campaign {root}")
     click.echo(f"report:  {path}")
     return 0
+
+
+def _eta_clock():
+    """A function of a sweep's counts giving the time left (H:MM:SS) at the rate so far."""
+    import time
+
+    from .runner import clock
+
+    t0 = time.monotonic()
+
+    def eta(res) -> str:
+        executed = res.done + res.failed + res.lost
+        left = res.total - res.skipped - executed
+        return clock((time.monotonic() - t0) / executed * left) if executed else "?"
+
+    return eta
 
 
 def _validate_specs(specs) -> None:
@@ -528,7 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (Interrupted, KeyboardInterrupt, click.exceptions.Abort):
         click.echo("interrupted: finished runs were kept", err=True)
-        return 1
+        return EXIT_INTERRUPTED
     except OSError as exc:
         if exc.filename is None:
             raise
