@@ -192,3 +192,52 @@ def test_import_ratelab_does_not_import_gymnasium(core):
     r = subprocess.run([sys.executable, "-c", "import sys, ratelab; print('gymnasium' in sys.modules, 'torch' in sys.modules)"],
                        capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["False", "False"], r.stderr
+
+
+# --- row 5: memory bounded whatever the duration ---------------------------------------------
+
+_RSS_SCRIPT = """
+import resource, sys
+from ratelab import plots, runner
+from ratelab.cli import main
+runner.FLUSH_ROWS = 4096        # small buffers: the bound is reached after ~100 simulated s
+plots.MAX_PLOT_ROWS = 8000
+rc = main(["run", "rmcat-5.1", "-q", "--set", "duration_s=" + sys.argv[1], "--out", sys.argv[2]])
+print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_memory_does_not_grow_with_the_duration(core, tmp_path):
+    """Peak RSS of a whole `ratelab run` (simulation, Parquet, plots, report) of 200 s and of
+    2,000 s of rmcat-5.1 with the packet log: before the streaming fixes it grew ~28 KB per
+    simulated second (50 MB here); now the buffers are bounded, so the difference is noise.
+    (The full-size figures, 20,000 s and a simulated day, are in docs/reliability.md.)"""
+    peaks = []
+    for d in ("200", "2000"):
+        r = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, d, str(tmp_path / d)], capture_output=True, text=True,
+                           timeout=300)
+        rc, kb = r.stdout.split()[-2:]
+        assert rc == "0", r.stderr
+        peaks.append(int(kb) / 1024)
+    assert peaks[1] - peaks[0] < 20, f"peak RSS {peaks[0]:.0f} MB at 200 s, {peaks[1]:.0f} MB at 2,000 s"
+
+
+def test_plots_read_long_series_decimated_per_flow(tmp_path):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ratelab.plots import read_series
+
+    n = 10_000  # two flows interleaved, as the simulator writes them
+    t = np.repeat(np.arange(n) * 0.025, 2)
+    flow = np.tile(np.array([0, 1], dtype=np.uint32), n)
+    path = tmp_path / "series.parquet"
+    pq.write_table(pa.table({"t_s": t, "flow": flow, "owd_ms": np.arange(2 * n, dtype=float)}), path, row_group_size=3000)
+    whole = read_series(path, max_rows=2 * n)
+    assert len(whole["t_s"]) == 2 * n and np.array_equal(whole["owd_ms"], np.arange(2 * n))
+    small = read_series(path, ["t_s", "flow"], max_rows=2000)
+    assert set(small) == {"t_s", "flow"}
+    for f in (0, 1):  # every 10th sample of each flow, across row-group boundaries
+        ts = small["t_s"][small["flow"] == f]
+        assert np.allclose(ts, np.arange(0, n, 10) * 0.025)
