@@ -18,6 +18,7 @@ from . import __version__
 from .errors import InputError
 from .live import register as _register_live
 from .runner import Interrupted, ScenarioRun, check_controllers, progress_bar, run_scenario
+from .campaign import MAX_DURATION_S
 from .scenario import builtin_descriptions, load_scenario
 
 #: The demo: (built-in scenario, overrides, title, folder).
@@ -234,7 +235,8 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
 @click.option("--quick", is_flag=True, help="Shorter runs and fewer cases (a smoke test, not the reproduction).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("docs/reproductions"),
               show_default=True, help="Folder for <paper>.md and its figures <paper>/*.png.")
-@click.option("--duration", type=float, default=120.0, show_default=True, help="r3net only: seconds per trace run.")
+@click.option("--duration", type=click.FloatRange(0, MAX_DURATION_S, min_open=True), default=120.0, show_default=True,
+              help="r3net only: seconds per trace run.")
 @click.option("--model", type=click.Path(dir_okay=False, exists=True), default=None, help="r3net only: ONNX model (default: shipped).")
 def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out: Path, duration: float, model: str | None) -> None:
     """Run PAPER's experiments (several seeds, in parallel) and write <out>/PAPER.md: paper vs ours, claim by claim."""
@@ -335,7 +337,8 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
 @click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
               help="Controllers to rank.  [default: every controller but fixed]")
 @click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per trace (1..N).")
-@click.option("--duration", type=click.FloatRange(min=1), default=60, show_default=True, help="Simulated seconds per run (traces loop).")
+@click.option("--duration", type=click.FloatRange(1, MAX_DURATION_S), default=60, show_default=True,
+              help="Simulated seconds per run (traces loop).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
               help="Parent folder of the campaign folder `leaderboard/`.")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -117,6 +117,9 @@ def test_docs_list_the_declared_ranges(core):
     assert limits.markdown() in text, "docs/scenarios.md is out of date: paste `python -m ratelab.limits` over its ranges section"
     rows = core.scenario_limits()
     assert {r["field"] for r in rows} >= {"duration_s", "flows[*].one_way_delay_ms", "link.queue.ms", "flows[*].count"}
+    from ratelab.campaign import MAX_DURATION_S  # the plan's and the flags' copy of the core's limit
+
+    assert MAX_DURATION_S == next(r["max"] for r in rows if r["field"] == "duration_s")
 
 
 # --- row 3 (second half) and section 3: progress with an ETA, -q silences it ------------------
