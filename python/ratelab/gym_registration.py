@@ -29,7 +29,12 @@ class _AfterGymnasium(importlib.abc.MetaPathFinder):
         if name != "gymnasium":
             return None
         sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec = None
+        for finder in list(sys.meta_path):  # the finders after this one, as the import would
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         loader = spec.loader
