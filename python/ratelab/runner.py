@@ -119,6 +119,7 @@ class ParquetSink:
         self._batches: list[Any] = []
         self._rows = 0
         self._last: dict[str, Any] | None = None
+        self._committed = False
 
     def write(self, columns: dict[str, Any]) -> None:
         import pyarrow as pa
@@ -164,14 +165,20 @@ class ParquetSink:
             self._writer.close()
             self._writer = None
         os.replace(self.tmp, self.path)
+        self._committed = True
 
     def abort(self) -> None:
+        """Discard the file, also when already committed (a run interrupted between the commits
+        of its files must not leave one of them behind)."""
         if self._writer is not None:
             with contextlib.suppress(Exception):
                 self._writer.close()
             self._writer = None
         with contextlib.suppress(FileNotFoundError):
             self.tmp.unlink()
+        if self._committed:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
 
 
 def run_scenario(
@@ -250,13 +257,14 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
     mod = core()
     desc = f"{sc.name} · {label}"
     sinks: dict[str, ParquetSink] = {}
-    if run_dir is not None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        sinks["series"] = ParquetSink(run_dir / "series.parquet", metadata)
-        if sc.data.get("metrics", {}).get("packet_log", True):
-            sinks["packets"] = ParquetSink(run_dir / "packets.parquet", metadata)
     wall = 0.0
     try:
+        # Inside the try: a Ctrl-C right after mkdir must not leave an empty run folder.
+        if run_dir is not None:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            sinks["series"] = ParquetSink(run_dir / "series.parquet", metadata)
+            if sc.data.get("metrics", {}).get("packet_log", True):
+                sinks["packets"] = ParquetSink(run_dir / "packets.parquet", metadata)
         t0 = time.perf_counter()
         try:
             sim = mod.Simulation(doc, seed=seed, controller=controller)
