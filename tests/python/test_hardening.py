@@ -244,3 +244,15 @@ def test_plots_read_long_series_decimated_per_flow(tmp_path):
     for f in (0, 1):  # every 10th sample of each flow, across row-group boundaries
         ts = small["t_s"][small["flow"] == f]
         assert np.allclose(ts, np.arange(0, n, 10) * 0.025)
+
+
+def test_sink_abort_after_commit_leaves_nothing(tmp_path):
+    """A run interrupted between the commits of its Parquet files discards the committed one too."""
+    from ratelab.runner import ParquetSink
+
+    s = ParquetSink(tmp_path / "series.parquet")
+    s.write({"t_s": [0.0, 0.025]})
+    s.commit()
+    assert (tmp_path / "series.parquet").is_file()
+    s.abort()
+    assert not list(tmp_path.iterdir())
