@@ -176,6 +176,10 @@ def _checked(plan: Plan) -> Plan:
     unknown = sorted(set(plan.data) - _PLAN_KEYS)
     if unknown:
         raise InputError(plan.source, unknown[0], f"unknown plan key (known: {', '.join(sorted(_PLAN_KEYS))})")
+    for key, kind, what in (("name", str, "a string"), ("description", str, "a string"), ("out", str, "a string"),
+                            ("packets", bool, "true or false"), ("scenarios", list, "a list of scenario names, files or tables")):
+        if key in plan.data and not isinstance(plan.data[key], kind):
+            raise InputError(plan.source, key, f"expected {what}")
     if not plan.data.get("scenarios") and not plan.data.get("traces"):
         raise InputError(plan.source, "scenarios", "a plan needs scenarios or traces")
     if not _safe(plan.name):

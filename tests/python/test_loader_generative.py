@@ -22,7 +22,7 @@ from unittest import mock
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from ratelab import cli as cli_mod  # noqa: E402
@@ -172,6 +172,8 @@ plan_values = st.one_of(values, st.sampled_from([["gcc"], "all", ["rmcat-5.1"], 
 
 @SETTINGS
 @given(changes=st.dictionaries(st.sampled_from(PLAN_KEYS), plan_values, max_size=3), garbage=garbage_text)
+@example(changes={"name": ["gcc"], "scenarios": 3}, garbage=None)  # found by a local run: a traceback before the fix
+@example(changes={"packets": "yes", "out": 5}, garbage=None)
 def test_random_plans_end_cleanly(core, changes, garbage):
     plan = {"name": "gen", "controllers": ["gcc"], "scenarios": ["rmcat-5.1"], "set": ["duration_s=1"], **changes}
     # Valid but large work is bounded as for scenarios (the dry run validates every run).
