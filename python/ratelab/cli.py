@@ -542,6 +542,10 @@ _register_live(cli)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ratelab`` script; returns the exit code."""
+    # Arrow's default allocator (mimalloc) keeps freed pages of the Parquet row groups: a long
+    # run's RSS then creeps up with its length. The system allocator returns them (measured in
+    # docs/reliability.md); a user's own setting wins. Read by pyarrow when first imported.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     try:
         rv = cli.main(args=list(argv) if argv is not None else None, prog_name="ratelab", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
