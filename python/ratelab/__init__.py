@@ -34,8 +34,13 @@ from .byo import (  # noqa: E402
     Update,
 )
 from .errors import InputError  # noqa: E402
+from .gym_registration import register_when_gymnasium_loads  # noqa: E402
 from .runner import Interrupted, RunResult, ScenarioRun, run_scenario  # noqa: E402
 from .scenario import Scenario, builtin_names, load_scenario  # noqa: E402
+
+# `gymnasium.make("ratelab/BandwidthEstimation-v0")` works after `import ratelab`, without
+# importing gymnasium (seconds) or torch here: the id is registered when gymnasium is loaded.
+register_when_gymnasium_loads()
 
 __all__ = [
     "__version__",

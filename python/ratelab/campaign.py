@@ -35,24 +35,70 @@ import glob as globmod
 import itertools
 import json
 import math
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from .errors import InputError
-from .scenario import PACKAGE_DIR, TRACE_DIR, Scenario, apply_overrides, load_scenario, parse_key, set_path
+from .scenario import PACKAGE_DIR, TRACE_DIR, Scenario, apply_overrides, load_scenario, parse_key, parse_toml, set_path
 
 PLAN_DIR = PACKAGE_DIR / "plans"
 #: Controllers that `controllers = "all"` leaves out (no congestion control to compare).
 NOT_IN_ALL = {"fixed"}
 _PLAN_KEYS = {"name", "description", "controllers", "scenarios", "traces", "trace_duration_s", "seeds", "set",
               "packets", "grid", "params", "exclude", "include", "out"}
+
+
+@dataclass(frozen=True)
+class Range:
+    """Accepted values of a numeric plan field: ``lo ≤ x ≤ hi`` (``lo < x`` if ``lo_open``)."""
+
+    lo: float
+    hi: float
+    unit: str = ""
+    lo_open: bool = False
+    integer: bool = False
+    note: str = ""
+
+    def text(self) -> str:
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{'(' if self.lo_open else '['}{_num(self.lo)}, {_num(self.hi)}]{unit}"
+
+    def admits(self, v: Any) -> bool:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (self.integer and not isinstance(v, int)):
+            return False
+        return math.isfinite(v) and v <= self.hi and (v > self.lo if self.lo_open else v >= self.lo)
+
+
+#: Longest simulated run, as the core's scenario limit (``scenario/limits.rs``).
+MAX_DURATION_S = 604_800
+#: Most runs one plan may expand to (a typo such as ``seeds = 100000`` is an error, not hours
+#: of expansion).
+MAX_RUNS = 1_000_000
+#: Every numeric plan field and its range, declared once: checked by :func:`load_plan`, listed
+#: in docs/scenarios.md (``plan_limits_table``). Scenario fields a plan sets (``set``, ``grid``)
+#: are checked by the core against the scenario limits.
+PLAN_LIMITS: dict[str, Range] = {
+    "trace_duration_s": Range(0, MAX_DURATION_S, "s", lo_open=True),
+    "seeds": Range(1, 10_000, integer=True, note="a count N: seeds 1..N"),
+    "seeds[*]": Range(0, 2**63 - 1, integer=True, note="a list of seeds"),
+}
+
+
+def _num(v: float) -> str:
+    if v == 2**63 - 1:
+        return "2^63 - 1"
+    return f"{v:g}" if abs(v) < 1e9 else f"{v:.0e}".replace("e+", "e")
+
+
+def _checked_number(plan: "Plan", key: str, value: Any, where: str | None = None) -> Any:
+    r = PLAN_LIMITS[key]
+    if not r.admits(value):
+        kind = "an integer" if r.integer else "a number"
+        raise InputError(plan.source, where or key, f"{value!r} is out of range: must be {kind} in {r.text()}")
+    return value
+
+
 #: Named trace sets over the shipped traces (``traces/index.csv`` columns ``network``/``source``).
 TRACE_SETS = {
     "shipped": lambda row: True,
@@ -117,11 +163,12 @@ def load_plan(source: str | Path, data: dict[str, Any] | None = None) -> Plan:
             known = ", ".join(builtin_plans()) or "none"
             raise InputError(source, "", f"no such plan file and not a built-in plan (built-ins: {known})")
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(source, "", f"invalid TOML: {exc}") from None
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(source, "", exc.strerror or str(exc)) from None
+    except UnicodeDecodeError:
+        raise InputError(source, "", "not a UTF-8 text file") from None
+    doc = parse_toml(text, source)
     return _checked(Plan(str(doc.get("name", path.stem)), source, doc, path.resolve()))
 
 
@@ -129,10 +176,16 @@ def _checked(plan: Plan) -> Plan:
     unknown = sorted(set(plan.data) - _PLAN_KEYS)
     if unknown:
         raise InputError(plan.source, unknown[0], f"unknown plan key (known: {', '.join(sorted(_PLAN_KEYS))})")
+    for key, kind, what in (("name", str, "a string"), ("description", str, "a string"), ("out", str, "a string"),
+                            ("packets", bool, "true or false"), ("scenarios", list, "a list of scenario names, files or tables")):
+        if key in plan.data and not isinstance(plan.data[key], kind):
+            raise InputError(plan.source, key, f"expected {what}")
     if not plan.data.get("scenarios") and not plan.data.get("traces"):
         raise InputError(plan.source, "scenarios", "a plan needs scenarios or traces")
     if not _safe(plan.name):
         raise InputError(plan.source, "name", f"'{plan.name}' is not usable as a folder name")
+    _seeds(plan)
+    _checked_number(plan, "trace_duration_s", plan.data.get("trace_duration_s", 60))
     return plan
 
 
@@ -160,6 +213,11 @@ def expand_plan(plan: Plan, *, known_controllers: list[str] | None = None, git_c
     excludes = _filters(plan, "exclude")
     includes = _filters(plan, "include")
 
+    n = len(controllers) * len(scenarios) * len(seeds) * math.prod(map(len, grid.values()))
+    n *= max((math.prod(len(v) for v in _grid(plan, f"params.{c}", params.get(c, {}), fixed_ok=True).values())
+              for c in controllers), default=1)
+    if n > MAX_RUNS:
+        raise InputError(plan.source, "", f"the plan expands to up to {n:,} runs, more than the limit of {MAX_RUNS:,}")
     runs: list[RunSpec] = []
     seen: set[str] = set()
     for cname in controllers:
@@ -231,7 +289,7 @@ def _scenarios(plan: Plan) -> list[tuple[str, Scenario]]:
         if not _safe(label):
             raise InputError(plan.source, f"{where}.label", f"'{label}' is not usable as a folder name")
         out.append((label, sc))
-    duration = plan.data.get("trace_duration_s", 60)
+    duration = _checked_number(plan, "trace_duration_s", plan.data.get("trace_duration_s", 60))
     for i, spec in enumerate(_string_list(plan, "traces", plan.data.get("traces", []))):
         files = trace_files(spec, base)
         if not files:
@@ -249,12 +307,11 @@ def _scenarios(plan: Plan) -> list[tuple[str, Scenario]]:
 def _seeds(plan: Plan) -> list[int]:
     raw = plan.data.get("seeds", [1])
     if isinstance(raw, int) and not isinstance(raw, bool):
-        if raw < 1:
-            raise InputError(plan.source, "seeds", "must be ≥ 1")
-        return list(range(1, raw + 1))
-    if isinstance(raw, list) and raw and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in raw):
-        return list(dict.fromkeys(raw))
-    raise InputError(plan.source, "seeds", "expected a count (3 means seeds 1, 2, 3) or a list of non-negative integers")
+        return list(range(1, _checked_number(plan, "seeds", raw) + 1))
+    if isinstance(raw, list) and raw and len(raw) <= PLAN_LIMITS["seeds"].hi:
+        return list(dict.fromkeys(_checked_number(plan, "seeds[*]", s, f"seeds[{i}]") for i, s in enumerate(raw)))
+    raise InputError(plan.source, "seeds", "expected a count (3 means seeds 1, 2, 3) or a list of at most "
+                     f"{_num(PLAN_LIMITS['seeds'].hi)} non-negative integers")
 
 
 def _grid(plan: Plan, where: str, raw: Any, fixed_ok: bool = False) -> dict[str, list[Any]]:

@@ -1,6 +1,6 @@
 """The ``ratelab`` command line: run, list, bench, demo, reproduce, sweep, leaderboard, query, live, emulate.
 
-Exit codes: 0 ok, 1 interrupted (Ctrl-C), 2 bad input. Bad input of any kind is reported as one
+Exit codes: 0 ok, 2 bad input, 130 interrupted (Ctrl-C; 128 + SIGINT, as a shell reports it). Bad input of any kind is reported as one
 line ``error: <file>: <field>: <what is wrong>`` on stderr, never as a traceback.
 """
 
@@ -18,6 +18,7 @@ from . import __version__
 from .errors import InputError
 from .live import register as _register_live
 from .runner import Interrupted, ScenarioRun, check_controllers, progress_bar, run_scenario
+from .campaign import MAX_DURATION_S
 from .scenario import builtin_descriptions, load_scenario
 
 #: The demo: (built-in scenario, overrides, title, folder).
@@ -31,10 +32,14 @@ BENCH_SCENARIOS = ["bench-single", "bench-three", "bench-tcp", "bench-two-way"]
 #: Controllers the demo leaves out: `fixed` does no congestion control, nothing to compare.
 DEMO_EXCLUDED = {"fixed"}
 
+#: Exit status after Ctrl-C: 128 + SIGINT, what a shell reports for a process killed by it, so
+#: that scripts and CI notice (finished runs are kept all the same).
+EXIT_INTERRUPTED = 130
+
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 set_option = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                           help="Override a scenario field by dotted path, e.g. link.loss=0.05 or flows[0].start_s=10 (value is a TOML literal). Repeatable.")
-seed_option = click.option("--seed", type=int, default=1, show_default=True, help="Random seed (same seed, same results).")
+seed_option = click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True, help="Random seed (same seed, same results).")
 
 
 #: ``--debug``: print the traceback of a failing Python controller after its one-line error.
@@ -94,15 +99,16 @@ def finish_runs(out: Path, run, report: Path | None = None) -> None:
 @click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="HTML page to write: one controller, the run's page (rates, delays, loss and freezes over time, "
                    "flows); several, the comparison (Pareto plot, tables, small multiples).  [default: <out>/report.html]")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def run(scenario: str, controllers: tuple[str, ...], seed: int, out: Path | None, overrides: tuple[str, ...],
-        no_packets: bool, model: Path | None, report: Path | None) -> None:
+        no_packets: bool, model: Path | None, report: Path | None, quiet: bool) -> None:
     """Run SCENARIO (a TOML file or a built-in name) and write summary.json, Parquet, plots and report.html."""
     sc = load_scenario(scenario, overrides)
     if model is not None:
         sc = sc.with_overrides(model_overrides(sc, model))
     out = out or Path("results") / sc.name
-    finish_runs(out, lambda: run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets, progress=True),
-                report)
+    finish_runs(out, lambda: run_scenario(sc, controllers or None, seed=seed, out_dir=out, packets=not no_packets,
+                                          progress=not quiet), report)
 
 
 def model_overrides(sc, model: Path) -> list[str]:
@@ -256,7 +262,8 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
 @click.option("--quick", is_flag=True, help="Shorter runs and fewer cases (a smoke test, not the reproduction).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("docs/reproductions"),
               show_default=True, help="Folder for <paper>.md and its figures <paper>/*.png.")
-@click.option("--duration", type=float, default=120.0, show_default=True, help="r3net only: seconds per trace run.")
+@click.option("--duration", type=click.FloatRange(0, MAX_DURATION_S, min_open=True), default=120.0, show_default=True,
+              help="r3net only: seconds per trace run.")
 @click.option("--model", type=click.Path(dir_okay=False, exists=True), default=None, help="r3net only: ONNX model (default: shipped).")
 def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out: Path, duration: float, model: str | None) -> None:
     """Run PAPER's experiments (several seeds, in parallel) and write <out>/PAPER.md: paper vs ours, claim by claim."""
@@ -332,6 +339,7 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
                 click.echo(f"failed  {f['run_id']}: {f.get('error', '')}")
         return 0
     interactive = sys.stderr.isatty()
+    eta = _eta_clock()
 
     def on_run(summary: dict, res) -> None:
         if quiet:
@@ -339,7 +347,7 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
         n = res.skipped + res.done + res.failed + res.lost
         st = summary.get("status")
         extra = f"{summary.get('wall_s', 0):.1f} s" if st == "done" else summary.get("error", "")
-        click.echo(f"[{n}/{res.total}] {st:<6} {summary['run_id']}  {extra}", err=True)
+        click.echo(f"[{n}/{res.total}] {st:<6} {summary['run_id']}  {extra}  ETA {eta(res)}", err=True)
         if interactive:
             sys.stderr.flush()
 
@@ -361,7 +369,8 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
 @click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
               help="Controllers to rank.  [default: every controller but fixed]")
 @click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per trace (1..N).")
-@click.option("--duration", type=click.FloatRange(min=1), default=60, show_default=True, help="Simulated seconds per run (traces loop).")
+@click.option("--duration", type=click.FloatRange(1, MAX_DURATION_S), default=60, show_default=True,
+              help="Simulated seconds per run (traces loop).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
               help="Parent folder of the campaign folder `leaderboard/`.")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -385,10 +394,12 @@ def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, du
     root = campaign_root(p, out)
     specs = plan_specs(p)
 
+    eta = _eta_clock()
+
     def on_run(summary: dict, res) -> None:
         if not quiet:
             n = res.skipped + res.done + res.failed + res.lost
-            click.echo(f"[{n}/{res.total}] {summary.get('status'):<6} {summary['run_id']}", err=True)
+            click.echo(f"[{n}/{res.total}] {summary.get('status'):<6} {summary['run_id']}  ETA {eta(res)}", err=True)
 
     res = run_sweep(p, root, engine=engine, workers=workers, address=address, ray_files=ray_files, on_run=on_run, specs=specs)
     path = write_leaderboard(root, report or root / "leaderboard.html")
@@ -396,6 +407,22 @@ def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, du
                f"failed {res.failed}); campaign {root}")
     click.echo(f"report:  {path}")
     return 0
+
+
+def _eta_clock():
+    """A function of a sweep's counts giving the time left (H:MM:SS) at the rate so far."""
+    import time
+
+    from .runner import clock
+
+    t0 = time.monotonic()
+
+    def eta(res) -> str:
+        executed = res.done + res.failed + res.lost
+        left = res.total - res.skipped - executed
+        return clock((time.monotonic() - t0) / executed * left) if executed else "?"
+
+    return eta
 
 
 def _validate_specs(specs) -> None:
@@ -591,6 +618,10 @@ _register_live(cli)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ratelab`` script; returns the exit code."""
+    # Arrow's default allocator (mimalloc) keeps freed pages of the Parquet row groups: a long
+    # run's RSS then creeps up with its length. The system allocator returns them (measured in
+    # docs/reliability.md); a user's own setting wins. Read by pyarrow when first imported.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     try:
         rv = cli.main(args=list(argv) if argv is not None else None, prog_name="ratelab", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
@@ -607,7 +638,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (Interrupted, KeyboardInterrupt, click.exceptions.Abort):
         click.echo("interrupted: finished runs were kept", err=True)
-        return 1
+        return EXIT_INTERRUPTED
     except OSError as exc:
         if exc.filename is None:
             raise

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .compare import ORACLE, Point, competitors_front, ecdf, front_path
-from .plots import CAPACITY_STYLE, _robust_top, _save_png, _smooth, read_series
+from .plots import CAPACITY_STYLE, MAX_PLOT_ROWS, PLOT_COLUMNS, _robust_top, _save_png, _smooth, read_series
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 #: Line styles of the CDFs: the 11th to 20th controller repeat the colours dash-dotted.
@@ -144,7 +144,7 @@ def plot_small_multiples(runs: Sequence[Any], png_path: str | Path, title: str =
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    data = [(r, read_series(r.series_path)) for r in runs if r.series_path is not None]
+    data = [(r, read_series(r.series_path, PLOT_COLUMNS, MAX_PLOT_ROWS)) for r in runs if r.series_path is not None]
     if not data:
         return None
     st = styles(names or [r.name for r, _ in data])

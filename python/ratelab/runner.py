@@ -22,7 +22,7 @@ from .scenario import Scenario, load_scenario
 #: Simulated seconds per call into the simulator (Ctrl-C latency is one chunk).
 CHUNK_S = 5.0
 #: Rows buffered before a Parquet row group is written (bounds memory, keeps row groups large).
-FLUSH_ROWS = 1 << 18
+FLUSH_ROWS = 1 << 16
 
 #: Called with (description, simulated seconds just completed).
 ProgressFn = Callable[[str, float], None]
@@ -119,6 +119,7 @@ class ParquetSink:
         self._batches: list[Any] = []
         self._rows = 0
         self._last: dict[str, Any] | None = None
+        self._committed = False
 
     def write(self, columns: dict[str, Any]) -> None:
         import pyarrow as pa
@@ -164,14 +165,20 @@ class ParquetSink:
             self._writer.close()
             self._writer = None
         os.replace(self.tmp, self.path)
+        self._committed = True
 
     def abort(self) -> None:
+        """Discard the file, also when already committed (a run interrupted between the commits
+        of its files must not leave one of them behind)."""
         if self._writer is not None:
             with contextlib.suppress(Exception):
                 self._writer.close()
             self._writer = None
         with contextlib.suppress(FileNotFoundError):
             self.tmp.unlink()
+        if self._committed:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
 
 
 def run_scenario(
@@ -253,13 +260,14 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
     mod = core()
     desc = f"{sc.name} · {label}"
     sinks: dict[str, ParquetSink] = {}
-    if run_dir is not None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        sinks["series"] = ParquetSink(run_dir / "series.parquet", metadata)
-        if sc.data.get("metrics", {}).get("packet_log", True):
-            sinks["packets"] = ParquetSink(run_dir / "packets.parquet", metadata)
     wall = 0.0
     try:
+        # Inside the try: a Ctrl-C right after mkdir must not leave an empty run folder.
+        if run_dir is not None:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            sinks["series"] = ParquetSink(run_dir / "series.parquet", metadata)
+            if sc.data.get("metrics", {}).get("packet_log", True):
+                sinks["packets"] = ParquetSink(run_dir / "packets.parquet", metadata)
         t0 = time.perf_counter()
         try:
             sim = mod.Simulation(doc, seed=seed, controller=controller)
@@ -311,17 +319,25 @@ def unique_name(name: str, taken: list[str]) -> str:
     return f"{name}-{i}"
 
 
+#: Seconds between plain progress lines when stderr is not a terminal (a log file, CI).
+PROGRESS_EVERY_S = 10.0
+
+
 @contextlib.contextmanager
 def progress_bar(total_s: float, *, enabled: bool | None = None) -> Iterator[ProgressFn]:
-    """A rich progress bar on stderr counting simulated seconds; a no-op when not on a terminal."""
+    """Progress on stderr counting simulated seconds: a rich bar on a terminal; elsewhere a
+    plain line with the ETA every :data:`PROGRESS_EVERY_S` seconds (environment variable
+    ``RATELAB_PROGRESS_EVERY_S`` overrides it), so a long run in a log or CI is not silent.
+    ``enabled=False`` silences it (``-q``)."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     console = Console(stderr=True)
-    if enabled is None:
-        enabled = console.is_terminal
-    if not enabled:
+    if enabled is False:
         yield _no_progress
+        return
+    if not console.is_terminal:
+        yield _plain_progress(total_s)
         return
     with Progress(
         TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
@@ -333,3 +349,36 @@ def progress_bar(total_s: float, *, enabled: bool | None = None) -> Iterator[Pro
             bar.update(task, advance=sim_s, description=desc)
 
         yield advance
+
+
+def _plain_progress(total_s: float) -> ProgressFn:
+    import sys
+
+    try:
+        every = float(os.environ.get("RATELAB_PROGRESS_EVERY_S", PROGRESS_EVERY_S))
+    except ValueError:
+        every = PROGRESS_EVERY_S
+    start = time.monotonic()
+    state = {"done": 0.0, "last": start}
+
+    def advance(desc: str, sim_s: float) -> None:
+        state["done"] += sim_s
+        now = time.monotonic()
+        if now - state["last"] < every or state["done"] >= total_s:
+            return
+        state["last"] = now
+        elapsed = now - start
+        frac = min(state["done"] / total_s, 1.0) if total_s > 0 else 1.0
+        eta = elapsed * (1 - frac) / frac if frac > 0 else float("inf")
+        print(f"progress: {desc}: {frac:.0%} of {total_s:g} simulated s, {clock(elapsed)} elapsed, ETA {clock(eta)}",
+              file=sys.stderr, flush=True)
+
+    return advance
+
+
+def clock(seconds: float) -> str:
+    """``H:MM:SS`` (``?`` when unknown)."""
+    if not (seconds >= 0 and seconds < 1e9):
+        return "?"
+    s = int(round(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"

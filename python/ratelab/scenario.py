@@ -185,7 +185,12 @@ def parse_value(text: str) -> Any:
         doc = tomllib.loads(f"v = {text}")
     except tomllib.TOMLDecodeError:
         return text
-    return doc["v"] if len(doc) == 1 else text
+    except RecursionError:
+        raise InputError("--set", "", f"value nested more than {MAX_DEPTH} levels deep") from None
+    if len(doc) != 1:
+        return text
+    check_depth(doc["v"], "--set", "")
+    return doc["v"]
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
@@ -242,11 +247,38 @@ def _read_toml(path: Path, source: str) -> dict[str, Any]:
         raise InputError(source, "", exc.strerror or str(exc)) from None
     except UnicodeDecodeError:
         raise InputError(source, "", "not a UTF-8 text file") from None
+    return parse_toml(text, source)
+
+
+#: Deepest nesting of tables and arrays a scenario or plan may have (the schema needs 4; a
+#: document nested thousands deep would otherwise exhaust Python's recursion limit somewhere).
+MAX_DEPTH = 32
+
+
+def parse_toml(text: str, source: str) -> dict[str, Any]:
+    """A TOML document as a dict, or an :class:`InputError` naming ``source``: invalid TOML,
+    nesting deeper than :data:`MAX_DEPTH`."""
     try:
-        return tomllib.loads(text)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         err = _toml_error(str(exc), source)
+    except RecursionError:
+        err = InputError(source, "", f"invalid TOML: nested more than {MAX_DEPTH} levels deep")
+    else:
+        check_depth(doc, source, "")
+        return doc
     raise err
+
+
+def check_depth(value: Any, source: str, field: str) -> None:
+    """Reject tables/arrays nested deeper than :data:`MAX_DEPTH` (iteratively: no recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, (dict, list)):
+            if depth >= MAX_DEPTH:
+                raise InputError(source, field, f"tables or arrays nested more than {MAX_DEPTH} levels deep")
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
 
 
 def _toml_error(msg: str, source: str) -> InputError:

@@ -226,7 +226,7 @@ def test_fake_run_and_interrupt(fake_core, tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(runner, "_run_one", flaky)
     rc = cli_mod.main(["run", "lcc-loss", "-c", "gcc", "-c", "oracle", "--set", "duration_s=3", "--out", str(tmp_path / "b")])
-    assert rc == 1
+    assert rc == 130
     s = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert [r["controller"] for r in s["runs"]] == ["gcc"]
     assert "interrupted" in capsys.readouterr().err
@@ -252,7 +252,7 @@ def test_fake_demo_and_list(fake_core, tmp_path, capsys, monkeypatch):
 
 
 def test_sigint_stops_cleanly(tmp_path):
-    """A real Ctrl-C (SIGINT) between runs: exit 1, finished runs kept, no partial files."""
+    """A real Ctrl-C (SIGINT) between runs: exit 130, finished runs kept, no partial files."""
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import fake_core; sys.modules['ratelab._core'] = fake_core;"
             "from ratelab.cli import main; sys.exit(main(sys.argv[2:]))")
     out = tmp_path / "out"
@@ -263,7 +263,7 @@ def test_sigint_stops_cleanly(tmp_path):
         time.sleep(0.02)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=120)
-    assert p.returncode == 1, err
+    assert p.returncode == 130, err
     assert "Traceback" not in err
     s = json.loads((out / "summary.json").read_text())
     assert [r["controller"] for r in s["runs"]] == ["gcc"]

@@ -107,6 +107,12 @@ fn validate_scenario(py: Python<'_>, scenario_json: &str, controller: Option<&st
     guarded("scenario validation", || build_simulation_ext(&sc, 1, controller, Some(file_reader()), Some(pyctl::factory(shared))).map(|_| ()))?.map_err(|e| config_err(py, e))
 }
 
+/// The declared range of every numeric scenario field (`scenario::limits::LIMITS`), for docs.
+#[pyfunction]
+fn scenario_limits(py: Python<'_>) -> PyResult<PyObject> {
+    json_to_py(py, &ratelab_core::scenario::limits::limits_json())
+}
+
 #[pyclass(module = "ratelab._core")]
 struct Simulation {
     inner: CoreSim,
@@ -325,6 +331,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_limits, m)?)?;
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(live::live_run, m)?)?;
     m.add_function(wrap_pyfunction!(live::live_send, m)?)?;
