@@ -6,7 +6,8 @@
 //! 0      2       3      4              8        10       12                  20                  28
 //! | 'RL' | ver=1 | flags | frame id u32 | index  | count  | capture UNIX µs  | send UNIX µs     | zeros…
 //! ```
-//! flags: bit 0 key frame, bit 1 padding/probe filler (no media).
+//! flags: bit 0 key frame, bit 1 padding/probe filler (no media), bit 2 sent in a probe cluster,
+//! bit 3 audio (one packet per audio frame; no frame reassembly).
 
 use ratelab_core::wire::rtp::{write_rtp, RtpHeader, HEADER_WITH_TRANSPORT_SEQ};
 
@@ -20,11 +21,14 @@ pub const MIN_DATAGRAM: usize = HEADER_WITH_TRANSPORT_SEQ + LEN;
 /// RTP payload types: dynamic range (RFC 3551 §6).
 pub const PT_MEDIA: u8 = 96;
 pub const PT_PADDING: u8 = 97;
+pub const PT_AUDIO: u8 = 111;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MediaHeader {
     pub keyframe: bool,
     pub padding: bool,
+    pub probe: bool,
+    pub audio: bool,
     pub frame: u32,
     pub index: u16,
     pub count: u16,
@@ -36,7 +40,7 @@ impl MediaHeader {
     pub fn write(&self, out: &mut [u8; LEN]) {
         out[0..2].copy_from_slice(&MAGIC);
         out[2] = VERSION;
-        out[3] = self.keyframe as u8 | (self.padding as u8) << 1;
+        out[3] = self.keyframe as u8 | (self.padding as u8) << 1 | (self.probe as u8) << 2 | (self.audio as u8) << 3;
         out[4..8].copy_from_slice(&self.frame.to_be_bytes());
         out[8..10].copy_from_slice(&self.index.to_be_bytes());
         out[10..12].copy_from_slice(&self.count.to_be_bytes());
@@ -50,6 +54,8 @@ impl MediaHeader {
         let h = MediaHeader {
             keyframe: b[3] & 1 != 0,
             padding: b[3] & 2 != 0,
+            probe: b[3] & 4 != 0,
+            audio: b[3] & 8 != 0,
             frame: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
             index: u16::from_be_bytes([b[8], b[9]]),
             count: u16::from_be_bytes([b[10], b[11]]),
@@ -57,8 +63,14 @@ impl MediaHeader {
             send_unix_us: i64_at(20),
         };
         // A media packet belongs to a frame of 1..=count packets.
-        if !h.padding && (h.count == 0 || h.index >= h.count) { return None; }
+        if !h.padding && !h.audio && (h.count == 0 || h.index >= h.count) { return None; }
         Some(h)
+    }
+
+    /// What the packet carries, for receiver-side estimators.
+    pub fn kind(&self) -> ratelab_core::controller::PacketKind {
+        use ratelab_core::controller::PacketKind;
+        if self.probe { PacketKind::Probe } else if self.audio { PacketKind::Audio } else if self.padding { PacketKind::Padding } else { PacketKind::Video }
     }
 }
 
