@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.rl
+pytestmark = [pytest.mark.rl, pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning", "ignore::torch.jit.TracerWarning")]
 torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
 _core = pytest.importorskip("ratelab._core")
@@ -170,6 +170,18 @@ def test_cli_run_and_sweep_with_a_model(cli, core, models, tmp_path):
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert [x["controller"] for x in s["runs"]] == ["onnx", "gcc"]
     assert s["runs"][0]["flows"][0]["packets_received"] > 50
+    # A sweep: [params.onnx] sets the model for every onnx run; a bad model fails only its runs.
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'name = "byo"\ncontrollers = ["onnx", "gcc"]\nscenarios = ["rmcat-5.1"]\nseeds = 1\n'
+                    f'set = ["duration_s=5", "flows.0.media.audio_kbps=32"]\n[params.onnx]\nmodel = ["{models["mlp"]}", "{tmp_path / "nope.onnx"}"]\n')
+    r = cli("sweep", str(plan), "--out", str(tmp_path / "sweep"), "-j", "2", "-q")
+    assert r.returncode == 0 and "failed 1" in r.stdout, r.stdout + r.stderr
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(tmp_path / "sweep" / "byo" / "summary.parquet").to_pylist()
+    assert sorted(x["controller_name"] for x in rows) == ["gcc", "onnx"]
+    errors = list((tmp_path / "sweep" / "byo").rglob("error.json"))
+    assert len(errors) == 1 and "cannot read" in errors[0].read_text()
 
 
 def test_gym_env_mmsys24_observation(core):
@@ -190,3 +202,18 @@ def test_gym_env_mmsys24_observation(core):
     assert obs[15] >= obs[10]
     with pytest.raises(Exception, match="observation"):
         BandwidthEstimationEnv(observation="mmsys23")
+
+
+def test_live_run_with_a_model_and_audio(core, models, tmp_path):
+    """The model runs in the live receiver; its estimates reach the sender as RTCP REMB."""
+    from ratelab import live
+    from ratelab.results import write_summary
+    from ratelab.scenario import load_scenario
+
+    sc = load_scenario("rmcat-5.1", ["duration_s=4", f"flows.0.params.model='{models['lstm']}'", "flows.0.media.audio_kbps=32"])
+    res = live.run_live(sc, ["onnx"], out_dir=tmp_path, seed=3)
+    summary = json.loads(write_summary(res).read_text())
+    assert summary["runs"][0]["controller"] == "onnx"
+    sender = json.loads((tmp_path / "onnx" / "live.json").read_text())["flows"][0]["sender"]
+    assert sender["remb_packets"] > 20  # 4 s / 60 ms ≈ 66 estimates
+    assert 150 <= sender["audio_packets"] <= 210  # 50 per second
