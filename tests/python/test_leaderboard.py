@@ -83,7 +83,7 @@ def test_leaderboard_page_in_headless_chromium(tmp_path, core, cli):
     # self-contained: no external references, no scripts of its own
     assert not re.search(r"""(src|href)=["'](https?:|//|file:)""", html)
     assert "<script" not in html
-    controllers = [c["name"] for c in core.controllers() if c["name"] != "fixed"]
+    controllers = [c["name"] for c in core.controllers() if c["name"] not in ("fixed", "onnx")]
 
     # 1. the page itself loads without a single console message (errors, failed loads)
     shot = tmp_path / "page.png"
