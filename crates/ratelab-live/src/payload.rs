@@ -89,11 +89,12 @@ pub fn write_datagram(out: &mut Vec<u8>, rtp: &RtpHeader, tw_ext_id: u8, tw_seq:
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use ratelab_core::controller::PacketKind;
     use ratelab_core::wire::rtp::RtpPacket;
 
     #[test]
     fn datagram_layout_and_round_trip() {
-        let m = MediaHeader { keyframe: true, padding: false, frame: 7, index: 1, count: 3, capture_unix_us: 1_700_000_000_000_000, send_unix_us: 1_700_000_000_001_000 };
+        let m = MediaHeader { keyframe: true, padding: false, frame: 7, index: 1, count: 3, capture_unix_us: 1_700_000_000_000_000, send_unix_us: 1_700_000_000_001_000, ..Default::default() };
         let rtp = RtpHeader { marker: false, payload_type: PT_MEDIA, seq: 9, timestamp: 90, ssrc: 0x1234 };
         let mut out = Vec::new();
         write_datagram(&mut out, &rtp, 5, 9, &m, 1172);
@@ -107,6 +108,25 @@ mod tests {
         write_datagram(&mut out, &rtp, 5, 9, &m, 10);
         assert_eq!(out.len(), MIN_DATAGRAM);
         assert!(MediaHeader::parse(&[b'R', b'L', 1, 0, 0, 0, 0, 0, 0, 5, 0, 3]).is_none());
+        assert_eq!(m.kind(), PacketKind::Video);
+    }
+
+    #[test]
+    fn probe_and_audio_flags_round_trip_to_packet_kinds() {
+        let rtp = RtpHeader { marker: false, payload_type: PT_AUDIO, seq: 1, timestamp: 0, ssrc: 1 };
+        let mut out = Vec::new();
+        for (m, kind, flags) in [
+            (MediaHeader { audio: true, ..Default::default() }, PacketKind::Audio, 8u8),
+            (MediaHeader { padding: true, probe: true, ..Default::default() }, PacketKind::Probe, 6),
+            (MediaHeader { padding: true, ..Default::default() }, PacketKind::Padding, 2),
+            (MediaHeader { count: 1, probe: true, ..Default::default() }, PacketKind::Probe, 4),
+        ] {
+            write_datagram(&mut out, &rtp, 5, 1, &m, 200);
+            let p = RtpPacket::parse(&out).unwrap();
+            assert_eq!(p.payload[3], flags);
+            let back = MediaHeader::parse(p.payload).expect("parses");
+            assert_eq!((back, back.kind()), (m, kind));
+        }
     }
 
     proptest! {
