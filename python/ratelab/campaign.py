@@ -254,7 +254,9 @@ def _controllers(plan: Plan, known: list[str] | None) -> list[str]:
 
         known = controller_names()
     if raw == "all":
-        return [c for c in known if c not in NOT_IN_ALL]
+        from .native import NEEDS_PARAMS
+
+        return [c for c in known if c not in NOT_IN_ALL and c not in NEEDS_PARAMS]
     names = _string_list(plan, "controllers", raw)
     for n in names:
         if n not in known:

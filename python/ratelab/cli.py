@@ -223,9 +223,9 @@ def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], repeat: int,
 @click.option("--no-packets", is_flag=True, help="Do not keep the per-packet logs.")
 def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[str, ...], no_packets: bool) -> None:
     """Compare every controller on a few built-in scenarios (incl. a real trace) and write one report.html."""
-    from .native import controller_names
+    from .native import runnable_controller_names
 
-    names = list(controllers) or [n for n in controller_names() if n not in DEMO_EXCLUDED]
+    names = list(controllers) or [n for n in runnable_controller_names() if n not in DEMO_EXCLUDED]
     check_controllers(names)
     plan = []
     for name, extra, title, folder in DEMO_SCENARIOS:

@@ -29,5 +29,15 @@ def core_errors() -> tuple[type[BaseException], ...]:
     return tuple(getattr(mod, n) for n in ("ConfigError", "TraceError") if hasattr(mod, n))
 
 
+#: Controllers that cannot run without a parameter (the file of a user's model): "every
+#: controller" (demo, `controllers = "all"`, the leaderboard, reproductions) leaves them out.
+NEEDS_PARAMS = {"onnx": "model"}
+
+
 def controller_names() -> list[str]:
     return [c["name"] for c in core().controllers()]
+
+
+def runnable_controller_names() -> list[str]:
+    """Controllers that run with their default parameters."""
+    return [n for n in controller_names() if n not in NEEDS_PARAMS]

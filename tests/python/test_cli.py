@@ -173,7 +173,9 @@ def test_deterministic(core, cli, tmp_path):
 
 
 def test_compare_controllers(core, cli, tmp_path):
-    names = [c["name"] for c in core.controllers()]
+    from ratelab.native import runnable_controller_names
+
+    names = runnable_controller_names()
     args = [x for n in names for x in ("-c", n)]
     r = cli("run", "lcc-loss", *args, "--set", "duration_s=5", "--no-packets", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr

@@ -58,6 +58,18 @@ impl TransportFeedback {
     }
 }
 
+/// What a packet carries, as the receiver can tell from its header (RTP payload type /
+/// ratelab's payload flags). A probe is any packet sent as part of a probe cluster, media or
+/// padding; the MMSys'24 observation counts video, audio and probing packets separately.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PacketKind {
+    #[default]
+    Video,
+    Audio,
+    Probe,
+    Padding,
+}
+
 /// A packet as seen by the receiver (for receiver-side estimators such as R3Net).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ReceivedPacket {
@@ -66,6 +78,7 @@ pub struct ReceivedPacket {
     /// Sender timestamp carried in the packet (abs-send-time style).
     pub send_time: Time,
     pub recv_time: Time,
+    pub kind: PacketKind,
 }
 
 /// Rate limits from the application (`on_constraints`).

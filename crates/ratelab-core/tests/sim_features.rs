@@ -164,3 +164,52 @@ fn withholding_the_report_time_reaches_the_controller() {
     assert_ne!(run("copa", true).flows, run("copa", false).flows);
     assert_eq!(run("gcc", true).flows, run("gcc", false).flows);
 }
+
+fn with_audio(audio: Option<f64>) -> Scenario {
+    let mut media = serde_json::json!({"min_kbps": 100, "max_kbps": 4000, "start_kbps": 500});
+    if let Some(a) = audio { media["audio_kbps"] = serde_json::json!(a); }
+    scenario(serde_json::json!({
+        "name": "t", "duration_s": 10,
+        "link": {"capacity_kbps": 1500, "queue": {"ms": 200}, "loss": 0.01},
+        "flows": [{"kind": "media", "controller": "gcc", "one_way_delay_ms": 30, "media": media}]
+    }))
+}
+
+#[test]
+fn audio_off_is_the_old_media_flow_and_on_adds_one_packet_per_20_ms() {
+    let run = |sc: &Scenario| {
+        let mut sim = build_simulation(sc, 4, None).unwrap();
+        sim.run_to_end();
+        (sim.take_packets(), sim.take_series().target_kbps, sim.summary().flows[0].packets_sent)
+    };
+    // audio_kbps = 0 (explicit) is the default: bit-identical logs.
+    let (p0, t0, _) = run(&with_audio(None));
+    let (p1, t1, _) = run(&with_audio(Some(0.0)));
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(); // NaN (not received) == NaN
+    assert_eq!((&p0.seq, bits(&p0.send_s), bits(&p0.recv_s), &p0.size), (&p1.seq, bits(&p1.send_s), bits(&p1.recv_s), &p1.size));
+    assert_eq!(t0, t1);
+    // 32 kbit/s in 20-ms frames: 80 B payload + 40 B header, 50 packets per second.
+    let (p, _, sent) = run(&with_audio(Some(32.0)));
+    // (A video packet of exactly 120 B is possible but rare: the counts allow a few.)
+    let mut audio: Vec<f64> = (0..p.size.len()).filter(|&i| p.size[i] == 120).map(|i| p.send_s[i]).collect();
+    audio.sort_by(f64::total_cmp);
+    assert!((500..=505).contains(&audio.len()), "{} audio packets in 10 s", audio.len());
+    let on_grid = audio.windows(2).filter(|w| (w[1] - w[0] - 0.020).abs() < 1e-9).count();
+    assert!(on_grid >= 495, "unpaced, every 20 ms: {on_grid}");
+    assert_eq!(sent as usize, p.seq.len());
+    // Audio carries transport-wide sequence numbers: the flow's sequence space has no holes.
+    let mut seqs = p.seq.clone();
+    seqs.sort_unstable();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1));
+}
+
+#[test]
+fn audio_is_validated() {
+    let mut v = serde_json::json!({"name": "t", "duration_s": 1, "link": {"capacity_kbps": 1000},
+                                   "flows": [{"kind": "media", "media": {"audio_kbps": -1}}]});
+    let err = Scenario::from_json(&v.to_string()).err().expect("negative audio rate");
+    assert_eq!(err.field, "flows[0].media.audio_kbps");
+    v["flows"][0]["media"] = serde_json::json!({"audio_kbps": 32, "audio_frame_ms": 1});
+    let err = Scenario::from_json(&v.to_string()).err().expect("1-ms frames");
+    assert_eq!(err.field, "flows[0].media.audio_frame_ms");
+}

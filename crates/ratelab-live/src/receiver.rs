@@ -289,13 +289,13 @@ impl Receiver {
                     iv_recv += size;
                     if send_time.is_some() { iv_owd_sum += owd.as_us(); iv_owd_n += 1; }
                     if let Some(h) = mh {
-                        if !h.padding { frames.on_packet(now, h.frame as u64, h.count, clock.from_unix_us(h.capture_unix_us), size - header, h.keyframe); }
+                        if !h.padding && !h.audio { frames.on_packet(now, h.frame as u64, h.count, clock.from_unix_us(h.capture_unix_us), size - header, h.keyframe); }
                     }
                     last_counted = Some(now);
                 }
                 if o.packet_log { log.seq.push(seq); log.recv.push(now); }
                 if let Some(e) = self.estimator.as_mut() {
-                    e.on_packet_received(&ReceivedPacket { seq, size, send_time: send_time.unwrap_or(now), recv_time: now });
+                    e.on_packet_received(&ReceivedPacket { seq, size, send_time: send_time.unwrap_or(now), recv_time: now, kind: mh.map(|h| h.kind()).unwrap_or_default() });
                     if let (Some(ret), Some(_)) = (ret_delay, send_time) { e.on_rtt_update(now, owd + ret); }
                 }
                 if let (Some(r), Some(peer)) = (self.feedback.on_packet(now, seq), self.peer) {

@@ -69,6 +69,8 @@ pub struct SenderStats {
     pub bytes_sent: i64,
     pub media_packets: u64,
     pub padding_packets: u64,
+    /// Packets of the optional audio stream (`media.audio_kbps`).
+    pub audio_packets: u64,
     pub frames_encoded: u64,
     pub feedback_packets: u64,
     pub feedback_malformed: u64,
@@ -174,6 +176,7 @@ impl Sender {
         let u = m.controller.on_start(t0, m.constraints);
         m.apply(t0, u);
         let tick = m.controller.tick_interval().max(Duration::from_ms(1));
+        let mut next_audio = m.audio.map(|_| t0 + m.frame_phase);
         let frame_iv = m.encoder.frame_interval();
         let (mut next_frame, mut next_tick) = (t0 + m.frame_phase, t0 + tick);
         let mut next_series = Time::from_us((t0.as_us() / iv.as_us() + 1) * iv.as_us());
@@ -253,6 +256,27 @@ impl Sender {
                 // Far behind (the process was descheduled): skip frames rather than burst.
                 if now - next_frame > Duration::from_secs(1) { next_frame = now; }
             }
+            // 2b. Audio (media.audio_kbps): one packet per audio frame, unpaced, as sim/mod.rs on_audio.
+            if let (Some(a), Some(t)) = (m.audio, next_audio.as_mut()) {
+                while *t <= now {
+                    let datagram = (a.size.get() - IP_UDP_OVERHEAD).max(MIN_DATAGRAM as i64) as usize;
+                    let wire = Bytes::new(datagram as i64 + IP_UDP_OVERHEAD);
+                    let sp = m.history.on_sent(now, wire, None, false);
+                    let u = m.controller.on_packet_sent(&sp);
+                    if !u.is_empty() { m.apply(now, u); }
+                    let mh = MediaHeader { audio: true, send_unix_us: clock.unix_us(now), capture_unix_us: clock.unix_us(*t), ..Default::default() };
+                    let rtp = RtpHeader { marker: false, payload_type: payload::PT_AUDIO, seq: sp.seq as u16, timestamp: (t.as_us() * 48 / 1000) as u32, ssrc: o.ssrc };
+                    payload::write_datagram(&mut out, &rtp, o.tw_ext_id, sp.seq as u16, &mh, datagram);
+                    if self.sock.send_to(&out, self.peer).is_err() { stats.send_errors += 1; }
+                    stats.packets_sent += 1;
+                    stats.bytes_sent += wire.get();
+                    stats.audio_packets += 1;
+                    iv_sent += wire;
+                    if o.packet_log { log.seq.push(sp.seq); log.size.push(wire.get() as u32); log.send.push(now); }
+                    *t += a.interval;
+                    if now - *t > Duration::from_secs(1) { *t = now; }
+                }
+            }
             // 3. Controller ticks.
             while next_tick <= now {
                 let u = m.controller.on_tick(now);
@@ -278,10 +302,11 @@ impl Sender {
                 if !u.is_empty() { m.apply(now, u); }
                 let (mh, marker, ts) = match rel.payload {
                     Payload::Media { frame, index, count, capture, keyframe } => (
-                        MediaHeader { keyframe, padding: false, frame: frame as u32, index, count, capture_unix_us: clock.unix_us(capture), send_unix_us: clock.unix_us(now) },
+                        MediaHeader { keyframe, padding: false, frame: frame as u32, index, count, capture_unix_us: clock.unix_us(capture), send_unix_us: clock.unix_us(now), ..Default::default() },
                         index + 1 == count, (capture.as_us() * 9 / 100) as u32),
                     _ => (MediaHeader { padding: true, send_unix_us: clock.unix_us(now), capture_unix_us: clock.unix_us(now), ..Default::default() }, false, (now.as_us() * 9 / 100) as u32),
                 };
+                let mh = MediaHeader { probe: rel.probe_cluster.is_some(), ..mh };
                 let rtp = RtpHeader { marker, payload_type: if padding { payload::PT_PADDING } else { payload::PT_MEDIA }, seq: sp.seq as u16, timestamp: ts, ssrc: o.ssrc };
                 payload::write_datagram(&mut out, &rtp, o.tw_ext_id, sp.seq as u16, &mh, datagram);
                 if self.sock.send_to(&out, self.peer).is_err() { stats.send_errors += 1; }
@@ -307,6 +332,7 @@ impl Sender {
             // 6. Sleep until the next deadline or a datagram.
             let now = clock.now();
             let mut deadline = end.min(next_frame).min(next_tick).min(next_series).min(last_feedback + silence + Duration::from_ms(1));
+            if let Some(t) = next_audio { deadline = deadline.min(t); }
             if let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) { deadline = deadline.min(t); }
             pacer_deadline = None;
             if let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) { if t > now && t <= deadline { pacer_deadline = Some(t); } }

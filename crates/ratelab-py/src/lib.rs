@@ -181,6 +181,8 @@ struct RlVecEnv {
     n: usize,
     /// Failures of a Python competitor controller (`EnvConfig::competitor`).
     python: Arc<pyctl::Shared>,
+    /// Observation length (4 for R3Net's, 150 for the MMSys'24 one).
+    dim: usize,
 }
 
 fn rl_err(py: Python<'_>, e: ConfigError) -> PyErr { config_err(py, e) }
@@ -202,6 +204,7 @@ impl RlVecEnv {
     fn new(py: Python<'_>, config_json: &str, traces: Vec<(String, String)>, num_envs: usize, seed: u64, threads: usize, autoreset: bool) -> PyResult<Self> {
         use ratelab_core::sim::env::{CapacityTrace, EnvConfig, VecEnv};
         let cfg = guarded("env config", || EnvConfig::from_json(config_json))?.map_err(|e| rl_err(py, e))?;
+        let dim = cfg.obs_dim();
         let mut parsed = Vec::with_capacity(traces.len());
         for (name, content) in &traces {
             match guarded("trace parsing", || CapacityTrace::parse(name, content))? {
@@ -219,16 +222,19 @@ impl RlVecEnv {
         let mut inner = guarded("env build", || VecEnv::new(cfg, parsed, num_envs, seed, threads, autoreset))?.map_err(|e| rl_err(py, e))?;
         let python = Arc::new(pyctl::Shared::default());
         inner.set_external(pyctl::factory(python.clone()));
-        Ok(RlVecEnv { inner, n: num_envs, python })
+        Ok(RlVecEnv { inner, n: num_envs, python, dim })
     }
 
     #[getter]
     fn num_envs(&self) -> usize { self.n }
+    /// Length of one observation.
+    #[getter]
+    fn obs_dim(&self) -> usize { self.dim }
     #[getter]
     fn steps_per_episode(&self) -> u32 { self.inner.env(0).map_or(0, |e| e.max_steps()) }
 
     /// Reset all (seeds: one per env, or None to continue each env's RNG).
-    /// Returns (obs [N, 4] float32, raw [N, 6] float64).
+    /// Returns (obs [N, D] float32, raw [N, 6] float64); D = `obs_dim`.
     #[pyo3(signature = (seeds=None))]
     fn reset(&mut self, py: Python<'_>, seeds: Option<Vec<u64>>) -> PyResult<(PyObject, PyObject)> {
         if let Some(s) = &seeds { if s.len() != self.n { return Err(PyValueError::new_err(format!("expected {} seeds, got {}", self.n, s.len()))); } }
@@ -236,15 +242,15 @@ impl RlVecEnv {
         let res = py.allow_threads(|| catch_unwind(AssertUnwindSafe(|| inner.reset(seeds.as_deref())))).map_err(|_| panic_err("env reset"))?;
         if let Some(e) = self.python.take_error(py) { return Err(e); }
         let outs = res.map_err(|e| rl_err(py, e))?;
-        let obs: Vec<f32> = outs.iter().flat_map(|o| o.obs).collect();
+        let obs: Vec<f32> = outs.iter().flat_map(|o| o.obs.iter().copied()).collect();
         let raw: Vec<f64> = outs.iter().flat_map(raw_row).collect();
-        let obs = numpy::PyArray1::from_vec_bound(py, obs).reshape([self.n, 4])?;
+        let obs = numpy::PyArray1::from_vec_bound(py, obs).reshape([self.n, self.dim])?;
         let raw = numpy::PyArray1::from_vec_bound(py, raw).reshape([self.n, RAW])?;
         Ok((obs.into_any().unbind(), raw.into_any().unbind()))
     }
 
     /// Step with actions (float32 array of N values in [0, 1]); GIL released while simulating.
-    /// Returns (obs [N,4], reward [N], terminated [N], truncated [N], final_obs [N,4], raw [N,6]).
+    /// Returns (obs [N,D], reward [N], terminated [N], truncated [N], final_obs [N,D], raw [N,6]).
     /// With autoreset, rows whose episode ended hold the next episode's first observation and
     /// the ended episode's last observation in final_obs (same-step autoreset).
     fn step(&mut self, py: Python<'_>, actions: numpy::PyReadonlyArray1<'_, f32>) -> PyResult<PyObject> {
@@ -253,7 +259,7 @@ impl RlVecEnv {
         let res = py.allow_threads(|| catch_unwind(AssertUnwindSafe(|| -> Result<StepArrays, ConfigError> {
             let steps = inner.step(&acts)?;
             let n = steps.len();
-            let (mut obs, mut rew, term, mut trunc, mut fin, mut raw) = (Vec::with_capacity(4 * n), Vec::with_capacity(n), vec![false; n], Vec::with_capacity(n), Vec::with_capacity(4 * n), Vec::with_capacity(RAW * n));
+            let (mut obs, mut rew, term, mut trunc, mut fin, mut raw) = (Vec::new(), Vec::with_capacity(n), vec![false; n], Vec::with_capacity(n), Vec::new(), Vec::with_capacity(RAW * n));
             for s in &steps {
                 obs.extend_from_slice(&s.out.obs);
                 rew.push(s.out.reward);
@@ -266,13 +272,13 @@ impl RlVecEnv {
         }))).map_err(|_| panic_err("env step"))?;
         if let Some(e) = self.python.take_error(py) { return Err(e); }
         let (obs, rew, term, trunc, fin, raw) = res.map_err(|e| rl_err(py, e))?;
-        let n = self.n;
+        let (n, d) = (self.n, self.dim);
         let t = (
-            numpy::PyArray1::from_vec_bound(py, obs).reshape([n, 4])?,
+            numpy::PyArray1::from_vec_bound(py, obs).reshape([n, d])?,
             rew.into_pyarray_bound(py),
             term.into_pyarray_bound(py),
             trunc.into_pyarray_bound(py),
-            numpy::PyArray1::from_vec_bound(py, fin).reshape([n, 4])?,
+            numpy::PyArray1::from_vec_bound(py, fin).reshape([n, d])?,
             numpy::PyArray1::from_vec_bound(py, raw).reshape([n, RAW])?,
         );
         Ok(t.into_py(py))
@@ -323,6 +329,25 @@ fn r3net_policy_steps(py: Python<'_>, model_path: &str, obs: numpy::PyReadonlyAr
     Ok(a.into_pyarray_bound(py).into_any().unbind())
 }
 
+/// Run a user's ONNX estimator (the `onnx` controller's model, tract-onnx in Rust) over a
+/// sequence of MMSys'24 observations (float32 [T, 150]) from a zero recurrent state; returns
+/// the estimates in bit/s [T] (float64). For parity tests against onnxruntime. A model error is
+/// a ValueError with the controller's message.
+#[pyfunction]
+fn onnx_policy_steps(py: Python<'_>, model_path: &str, obs: numpy::PyReadonlyArray2<'_, f32>) -> PyResult<PyObject> {
+    use ratelab_core::controllers::onnx::{features::OBS_LEN, model::OnnxEstimatorModel};
+    let bytes = std::fs::read(model_path).map_err(|e| PyValueError::new_err(format!("{model_path}: {e}")))?;
+    let shape = obs.shape().to_vec();
+    if shape.len() != 2 || shape[1] != OBS_LEN { return Err(PyValueError::new_err(format!("obs must be [T, {OBS_LEN}]"))); }
+    let v: Vec<f32> = obs.as_array().iter().copied().collect();
+    let out = py.allow_threads(|| catch_unwind(AssertUnwindSafe(|| -> Result<Vec<f64>, String> {
+        let mut m = OnnxEstimatorModel::load(&bytes)?.ok_or("an R3Net model: use r3net_policy_steps")?;
+        v.chunks_exact(OBS_LEN).map(|c| m.step(c.try_into().expect("chunk of OBS_LEN"))).collect()
+    }))).map_err(|_| panic_err("onnx policy"))?;
+    let a = out.map_err(|e| PyValueError::new_err(format!("{model_path}: {e}")))?;
+    Ok(a.into_pyarray_bound(py).into_any().unbind())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -341,5 +366,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rl_env_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(synthetic_trace, m)?)?;
     m.add_function(wrap_pyfunction!(r3net_policy_steps, m)?)?;
+    m.add_function(wrap_pyfunction!(onnx_policy_steps, m)?)?;
     Ok(())
 }

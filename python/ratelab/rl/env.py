@@ -16,6 +16,12 @@ distribution is ``ratelab._core.rl_env_defaults()`` (the Rust ``EnvConfig``), ov
 (same-step autoreset: a finished sub-environment is reset in the same call; its last observation
 is in ``info["final_obs"]`` where ``info["_final_obs"]`` is set).
 
+``observation="mmsys24"`` makes the agent see the 150-feature observation of the ACM MMSys 2024
+bandwidth-estimation challenge instead (raw units, every 60 ms; docs/models/mmsys24.md), the one the
+``onnx`` controller feeds a model, so that an offline-RL model can be fine-tuned online here and run
+unchanged with ``-c onnx``. Action and reward stay as above (``mapping="log"`` is closer to the
+challenge's range); ``audio_kbps`` adds the sender's audio stream so that the audio fraction is real.
+
 ``info`` carries the unscaled features and ground truth for evaluation: ``recv_kbps``,
 ``interval_ms``, ``loss_pct``, ``rtt_ms``, ``capacity_kbps`` (mean bottleneck capacity of the
 window — not observed by the agent) and ``estimate_kbps`` (the action's estimate).
@@ -51,8 +57,10 @@ def env_config(config: dict[str, Any] | None = None, **overrides: Any) -> dict[s
     return cfg
 
 
-def _obs_space() -> spaces.Box:
-    return spaces.Box(low=0.0, high=np.inf, shape=(4,), dtype=np.float32)
+def _obs_space(dim: int) -> spaces.Box:
+    # The MMSys'24 features include signed ones (delay minus a 200 ms base).
+    low = 0.0 if dim == 4 else -np.inf
+    return spaces.Box(low=low, high=np.inf, shape=(dim,), dtype=np.float32)
 
 
 def _act_space() -> spaces.Box:
@@ -65,11 +73,11 @@ class BandwidthEstimationEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, config: dict[str, Any] | None = None, traces: Any = "train",
-                 mapping: str | None = None, duration_s: float | None = None):
-        self.config = env_config(config, mapping=mapping, duration_s=duration_s)
+                 mapping: str | None = None, duration_s: float | None = None, observation: str | None = None):
+        self.config = env_config(config, mapping=mapping, duration_s=duration_s, observation=observation)
         self._traces = _traces.load(traces)
         self._env = _core().RlVecEnv(json.dumps(self.config), self._traces, 1, seed=0, autoreset=False)
-        self.observation_space = _obs_space()
+        self.observation_space = _obs_space(self._env.obs_dim)
         self.action_space = _act_space()
         self.steps_per_episode = self._env.steps_per_episode
 
@@ -99,13 +107,14 @@ class BandwidthEstimationVectorEnv(VectorEnv):
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(self, num_envs: int, config: dict[str, Any] | None = None, traces: Any = "train",
-                 mapping: str | None = None, duration_s: float | None = None, threads: int = 1):
-        self.config = env_config(config, mapping=mapping, duration_s=duration_s)
+                 mapping: str | None = None, duration_s: float | None = None, threads: int = 1,
+                 observation: str | None = None):
+        self.config = env_config(config, mapping=mapping, duration_s=duration_s, observation=observation)
         self.num_envs = int(num_envs)
         self._traces = _traces.load(traces)
         self._env = _core().RlVecEnv(json.dumps(self.config), self._traces, self.num_envs, seed=0,
                                      threads=threads, autoreset=True)
-        self.single_observation_space = _obs_space()
+        self.single_observation_space = _obs_space(self._env.obs_dim)
         self.single_action_space = _act_space()
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)

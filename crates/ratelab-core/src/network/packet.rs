@@ -6,6 +6,9 @@ use crate::units::{Bytes, Time};
 pub enum Payload {
     /// One RTP packet of video frame `frame` (`index` of `count`), captured at `capture`.
     Media { frame: u64, index: u16, count: u16, capture: Time, keyframe: bool },
+    /// One audio packet (the optional Opus-like stream, `media.audio_kbps`): one per frame,
+    /// sent when encoded (libwebrtc does not pace audio), no frame reassembly.
+    Audio,
     /// Padding or a probe filler: carries no media.
     Padding,
     /// A TCP data segment.
@@ -13,6 +16,17 @@ pub enum Payload {
     /// A receiver → sender message (feedback, REMB, TCP ACK) crossing a congested return path;
     /// `id` keys its content in the simulator (sim/control.rs), so packets stay `Copy`.
     Control { id: u64 },
+}
+
+/// What the receiver can tell a media packet carries (a probe cluster id wins over the payload).
+pub fn media_kind(payload: &Payload, probe_cluster: Option<u32>) -> crate::controller::PacketKind {
+    use crate::controller::PacketKind;
+    if probe_cluster.is_some() { return PacketKind::Probe; }
+    match payload {
+        Payload::Media { .. } => PacketKind::Video,
+        Payload::Audio => PacketKind::Audio,
+        _ => PacketKind::Padding,
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]

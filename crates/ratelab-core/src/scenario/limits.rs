@@ -87,6 +87,8 @@ pub const LIMITS: &[Limit] = &[
     noted(r("flows[*].media.keyframe_interval_s", 0.0, MAX_DURATION_S, "s"), "0: only the first frame is a key frame"),
     r("flows[*].media.keyframe_factor", 0.0, 100.0, ""),
     r("flows[*].media.max_payload_bytes", 100.0, 9000.0, "bytes"),
+    noted(r("flows[*].media.audio_kbps", 0.0, 512.0, "kbit/s"), "0: no audio stream"),
+    r("flows[*].media.audio_frame_ms", 2.5, 120.0, "ms"),
     r("flows[*].media.header_bytes", 0.0, 1500.0, "bytes"),
     r("flows[*].media.pacer_queue_limit_ms", 0.0, MAX_MS, "ms"),
     gt("flows[*].feedback.interval_ms", 0.0, MAX_DELAY_MS, "ms"),

@@ -208,6 +208,13 @@ pub struct MediaConfig {
     /// Rate–distortion curve for the receiver's PSNR (`"foreman-cif"` or `"iris-dash"`;
     /// media/quality.rs, docs/video-quality.md).
     pub quality_model: QualityModel,
+    /// Optional audio stream beside the video, kbit/s of payload (0: none, the default). An
+    /// Opus-like constant-rate stream: one packet of `audio_kbps × audio_frame_ms` payload plus
+    /// `header_bytes` every `audio_frame_ms`, sent unpaced (as libwebrtc sends audio) with a
+    /// transport-wide sequence number; the video encoder gets the target minus the audio's rate.
+    pub audio_kbps: f64,
+    /// Audio frame (packet) interval, ms (Opus default: 20).
+    pub audio_frame_ms: f64,
 }
 
 impl Default for MediaConfig {
@@ -216,7 +223,7 @@ impl Default for MediaConfig {
             fps: 30.0, min_kbps: 150.0, max_kbps: 5000.0, start_kbps: 300.0, encoder_lag_ms: 300.0,
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
             max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, encoder_pause: true, overhead_accounting: true,
-            quality_model: QualityModel::ForemanCif,
+            quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0,
         }
     }
 }

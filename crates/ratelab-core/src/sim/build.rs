@@ -1,6 +1,6 @@
 //! Scenario → simulation: link, loss, queue, flows and their controllers.
 
-use super::media_flow::MediaFlow;
+use super::media_flow::{AudioStream, MediaFlow};
 use super::tcp_flow::{OnOff, TcpFlow};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use super::{Event, Flow, FlowInfo, FlowState, Simulation};
@@ -144,6 +144,7 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         cwnd_reduce_ratio: 0.0,
         cwnd_drop_interval: None,
         cwnd_frame_counter: 0,
+        audio: AudioStream::new(mc.audio_kbps, mc.audio_frame_ms, Bytes::new(mc.header_bytes as i64)),
     })
 }
 
@@ -256,13 +257,30 @@ pub struct FlowSpec {
     /// Return path delay: `return_delay_ms` (default `one_way_delay_ms`), plus the other link's
     /// `delay_ms` when the scenario has a `reverse_link`.
     pub ret_delay: Duration,
-    /// Controller parameters (`Null` when `controller_override` replaced the controller).
+    /// Controller parameters (see [`override_params`] when `controller_override` replaced the controller).
     pub params: serde_json::Value,
+}
+
+/// The parameters a flow hands controller `c` when `-c c` replaces its scenario controller `own`.
+/// A scenario's `params` are written for `own`, so `c` gets only the keys that `c` knows and `own`
+/// does not — keys set for `c` (`-c onnx --set flows.0.params.model=…`) — and, when `c` is
+/// `own`, drops the keys only another controller knows (so that `-c onnx -c gcc` runs gcc too).
+/// A valid scenario (all keys known to `own`) gives exactly what it did before: its own
+/// parameters for `own`, none for another controller; a key no controller knows still fails.
+fn override_params(c: &str, own: &str, params: &serde_json::Value) -> serde_json::Value {
+    let Some(map) = params.as_object() else { return if c == own { params.clone() } else { serde_json::Value::Null } };
+    let knows = |name: &str, key: &str| controllers::find(name).is_some_and(|e| (e.defaults)().get(key).is_some());
+    let other_knows = |key: &str| controllers::registry().iter().any(|e| e.name != c && (e.defaults)().get(key).is_some());
+    let kept: serde_json::Map<String, serde_json::Value> = map.iter()
+        .filter(|(k, _)| if c == own { knows(c, k) || !other_knows(k) } else { knows(c, k) && !knows(own, k) })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if c != own && kept.is_empty() { serde_json::Value::Null } else { serde_json::Value::Object(kept) }
 }
 
 /// Expand `count`, name the flows (`label`, `label{k}`, or `media{id}` / `tcp{id}`), and work
 /// out each one's activity window and delays. `controller_override` replaces the controller of
-/// every media flow (its parameters are dropped unless it names the same controller).
+/// every media flow (with the parameters [`override_params`] keeps).
 pub fn expand_flows(sc: &Scenario, controller_override: Option<&str>) -> Vec<FlowSpec> {
     let end = Time::from_secs_f64(sc.duration_s);
     let link_delays: Vec<Duration> = std::iter::once(&sc.link).chain(sc.reverse_link.as_ref()).map(|l| Duration::from_ms_f64(l.delay_ms)).collect();
@@ -285,8 +303,8 @@ pub fn expand_flows(sc: &Scenario, controller_override: Option<&str>) -> Vec<Flo
             let ret_link_delay = if two_way { link_delays[dir.other().index()] } else { Duration::ZERO };
             let ret = ret_link_delay + Duration::from_ms_f64(fc.return_delay_ms.unwrap_or(fc.one_way_delay_ms));
             let (controller_name, params) = match controller_override {
-                Some(c) if c != fc.controller => (c.to_string(), serde_json::Value::Null),
-                _ => (fc.controller.clone(), fc.params.clone()),
+                Some(c) => (c.to_string(), override_params(c, &fc.controller, &fc.params)),
+                None => (fc.controller.clone(), fc.params.clone()),
             };
             let info = FlowInfo {
                 id: id as u32, label, kind: fc.kind, direction: dir,
@@ -316,4 +334,26 @@ pub fn fair_share(capacity: CapacitySchedule, windows: Vec<(Direction, Time, Tim
 /// Name shown for a TCP flow's controller, e.g. `tcp-newreno`.
 fn tcp_cc_name(tcp: &serde_json::Value) -> String {
     format!("tcp-{}", tcp.get("cc").and_then(|v| v.as_str()).unwrap_or("newreno"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::override_params;
+    use serde_json::json;
+
+    #[test]
+    fn override_keeps_only_the_parameters_meant_for_the_controller() {
+        // A valid scenario's parameters: all for its own controller, none for another (as before).
+        assert_eq!(override_params("gcc", "gcc", &json!({"profile": "m84"})), json!({"profile": "m84"}));
+        assert_eq!(override_params("onnx", "gcc", &json!({"profile": "m84"})), serde_json::Value::Null);
+        assert_eq!(override_params("onnx", "gcc", &serde_json::Value::Null), serde_json::Value::Null);
+        // `-c onnx -c gcc --set flows.0.params.model=m.onnx` on a gcc flow: onnx gets the model, gcc not.
+        let p = json!({"model": "m.onnx", "profile": "m84"});
+        assert_eq!(override_params("onnx", "gcc", &p), json!({"model": "m.onnx"}));
+        assert_eq!(override_params("gcc", "gcc", &p), json!({"profile": "m84"}));
+        // A key no controller knows stays, so that the typo fails in the controller's own parse.
+        assert_eq!(override_params("gcc", "gcc", &json!({"profle": "m84"})), json!({"profle": "m84"}));
+        // Keys both know are written for the scenario's controller: not handed to another one.
+        assert_eq!(override_params("onnx", "r3net", &json!({"model": "a.onnx", "sample": false})), serde_json::Value::Null);
+    }
 }

@@ -6,6 +6,9 @@
 //! [0, 1], mapped to a bandwidth estimate that travels back to the sender (after the return
 //! delay, like REMB) and becomes the sender's target rate (pacing 1.1×; [`RateFollower`]).
 //!
+//! With `observation = "mmsys24"` the agent sees the 150 MMSys'24 features (raw units,
+//! `controllers/onnx/features.rs`) and steps are 60 ms; action and reward are as below.
+//!
 //! Step timing: `reset` runs the first 50 ms at the start rate (300 kbit/s, spec 10.3) and
 //! returns that window's observation; `step(a)` sends the estimate for `a` at the current time,
 //! runs 50 ms and returns the next window's observation and its reward
@@ -22,6 +25,7 @@ use crate::controllers::ExternalFactory;
 use super::synth::{self, SynthKind};
 use super::{FlowState, Simulation};
 use crate::controller::{ReceivedPacket, ReceiverEstimator};
+use crate::controllers::onnx::features::{Mmsys24Features, OBS_LEN as MMSYS24_LEN, SHORT_MI};
 use crate::controllers::r3net::features::{Observation, WindowFeatures, STEP};
 use crate::controllers::r3net::{Mapping, RateFollower};
 use crate::error::ConfigError;
@@ -75,6 +79,12 @@ pub struct EnvConfig {
     /// Controller of that competing media flow: a built-in name, or a Python controller
     /// (`my_cc.py:MyCC`) where the driver injects an external factory (the Python binding does).
     pub competitor: String,
+    /// What the agent sees: `r3net` (4 scaled features every 50 ms, spec 10.2) or `mmsys24`
+    /// (the 150 raw features of the MMSys'24 challenge every 60 ms, controllers/onnx/features.rs).
+    /// The reward is R3Net's in both, over the step's window.
+    pub observation: String,
+    /// Payload rate of the sender's audio stream, kbit/s (0: video only; `media.audio_kbps`).
+    pub audio_kbps: f64,
 }
 
 impl Default for EnvConfig {
@@ -83,7 +93,7 @@ impl Default for EnvConfig {
             duration_s: 30.0, mapping: "linear".into(), max_kbps: 8000.0, log_min_kbps: 10.0, min_kbps: 20.0, start_kbps: 300.0, pacing_factor: 1.1,
             synthetic_prob: 0.5, synthetic_kinds: SynthKind::ALL.iter().map(|k| k.name().to_string()).collect(), synthetic_kbps: [100.0, 8000.0],
             trace_clip_kbps: [0.0, 20_000.0], owd_ms: [10.0, 150.0], queue_ms: [50.0, 500.0], loss_prob: 0.3, loss_range: [0.001, 0.05],
-            tcp_prob: 0.1, media_prob: 0.1, competitor: "gcc".into(),
+            tcp_prob: 0.1, media_prob: 0.1, competitor: "gcc".into(), observation: "r3net".into(), audio_kbps: 0.0,
         }
     }
 }
@@ -122,6 +132,8 @@ impl EnvConfig {
         range("queue_ms", self.queue_ms, 0.0)?;
         range("loss_range", self.loss_range, 1e-9)?;
         if self.loss_range[1] > 1.0 { return Err(ConfigError::new("loss_range", "must be ≤ 1")); }
+        self.observation_kind()?;
+        if !(self.audio_kbps.is_finite() && (0.0..=512.0).contains(&self.audio_kbps)) { return Err(ConfigError::new("audio_kbps", "must be in [0, 512]")); }
         Ok(())
     }
 
@@ -129,7 +141,22 @@ impl EnvConfig {
         Mapping::new(&self.mapping, self.max_kbps, self.log_min_kbps)
     }
 
-    pub fn steps_per_episode(&self) -> u32 { ((self.duration_s * 1000.0) / STEP.as_ms_f64()).round().max(1.0) as u32 }
+    pub fn steps_per_episode(&self) -> u32 { ((self.duration_s * 1000.0) / self.step().as_ms_f64()).round().max(1.0) as u32 }
+
+    /// Whether the agent sees the MMSys'24 observation (else R3Net's).
+    pub fn observation_kind(&self) -> Result<bool, ConfigError> {
+        match self.observation.as_str() {
+            "r3net" => Ok(false),
+            "mmsys24" => Ok(true),
+            o => Err(ConfigError::new("observation", format!("unknown observation '{o}' (r3net, mmsys24)"))),
+        }
+    }
+
+    /// Step length: R3Net's 50 ms, or the challenge's 60-ms monitor interval.
+    pub fn step(&self) -> Duration { if self.observation == "mmsys24" { SHORT_MI } else { STEP } }
+
+    /// Length of one observation.
+    pub fn obs_dim(&self) -> usize { if self.observation == "mmsys24" { MMSYS24_LEN } else { 4 } }
 }
 
 /// A capacity trace for the environment: `(start_s, kbps)` steps (first at 0) and its length.
@@ -185,21 +212,32 @@ pub struct EpisodeInfo {
     pub seed: u64,
 }
 
-/// The agent's ears at the receiver: collects flow 0's arrivals into 50-ms windows.
-struct Probe(Arc<Mutex<WindowFeatures>>);
+/// What the agent's ears collect: R3Net's window features (observation and reward) and, with
+/// `observation = "mmsys24"`, the MMSys'24 features.
+#[derive(Default)]
+struct Ears { r3net: WindowFeatures, mmsys24: Option<Mmsys24Features> }
+
+/// The agent's ears at the receiver: collects flow 0's arrivals into step windows.
+struct Probe(Arc<Mutex<Ears>>);
 
 impl ReceiverEstimator for Probe {
-    fn on_packet_received(&mut self, p: &ReceivedPacket) { if let Ok(mut w) = self.0.lock() { w.on_packet(p); } }
-    fn on_rtt_update(&mut self, _now: Time, rtt: Duration) { if let Ok(mut w) = self.0.lock() { w.on_rtt(rtt); } }
+    fn on_packet_received(&mut self, p: &ReceivedPacket) {
+        if let Ok(mut w) = self.0.lock() {
+            w.r3net.on_packet(p);
+            if let Some(m) = w.mmsys24.as_mut() { m.on_packet(p); }
+        }
+    }
+    fn on_rtt_update(&mut self, _now: Time, rtt: Duration) { if let Ok(mut w) = self.0.lock() { w.r3net.on_rtt(rtt); } }
     fn on_tick(&mut self, _now: Time) -> Option<Bitrate> { None }
     /// The environment closes windows itself; no periodic tick is needed.
     fn tick_interval(&self) -> Duration { Duration::from_secs(1_000_000) }
 }
 
 /// One step's outcome.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepOut {
-    pub obs: [f32; 4],
+    /// The observation: 4 scaled R3Net features, or the 150 MMSys'24 features ([`EnvConfig::observation`]).
+    pub obs: Vec<f32>,
     pub reward: f64,
     pub truncated: bool,
     /// Unscaled features of the window.
@@ -218,7 +256,7 @@ pub struct RlEnv {
     kinds: Vec<SynthKind>,
     rng: ChaCha8Rng,
     sim: Option<Simulation>,
-    probe: Arc<Mutex<WindowFeatures>>,
+    probe: Arc<Mutex<Ears>>,
     steps: u32,
     max_steps: u32,
     info: EpisodeInfo,
@@ -275,7 +313,7 @@ impl RlEnv {
         }
         let mut flows = vec![serde_json::json!({
             "kind": "media", "controller": "fixed", "one_way_delay_ms": info.owd_ms,
-            "media": {"min_kbps": c.min_kbps, "max_kbps": c.max_kbps, "start_kbps": c.start_kbps},
+            "media": {"min_kbps": c.min_kbps, "max_kbps": c.max_kbps, "start_kbps": c.start_kbps, "audio_kbps": c.audio_kbps},
         })];
         let window = |rng: &mut ChaCha8Rng| { let s = rng.gen_range(0.0..(dur / 2.0).max(1e-3)); (s, (s + rng.gen_range(5.0..15.0)).min(dur + 0.05)) };
         if rng.gen::<f64>() < c.tcp_prob {
@@ -306,7 +344,8 @@ impl RlEnv {
         if let Some(s) = seed { self.rng = ChaCha8Rng::seed_from_u64(s); }
         let (sc, info) = self.draw();
         let mut sim = build_simulation_ext(&sc, info.seed, None, None, self.external.clone())?;
-        self.probe = Arc::new(Mutex::new(WindowFeatures::new(Time::ZERO)));
+        let mmsys24 = self.cfg.observation_kind()?.then(|| Mmsys24Features::new(Time::ZERO, SHORT_MI));
+        self.probe = Arc::new(Mutex::new(Ears { r3net: WindowFeatures::new(Time::ZERO), mmsys24 }));
         if let Some(f) = sim.flows.get_mut(0) {
             if let FlowState::Media(m) = &mut f.state {
                 m.controller = Box::new(RateFollower::new(self.cfg.pacing_factor));
@@ -321,15 +360,16 @@ impl RlEnv {
         Ok(out)
     }
 
-    /// Run one 50-ms window and read its features.
+    /// Run one step window (50 or 60 ms) and read its features.
     fn advance(&mut self) -> StepOut {
         let Some(sim) = self.sim.as_mut() else { return StepOut::default() };
         let from = sim.now();
-        let to = from + STEP;
+        let to = from + self.cfg.step();
         sim.run_until(to);
-        let raw = self.probe.lock().map(|mut w| w.take(to)).unwrap_or_default();
+        let (raw, mmsys24) = self.probe.lock().map(|mut w| (w.r3net.take(to), w.mmsys24.as_mut().map(|m| m.take(to)))).unwrap_or_default();
         let capacity_kbps = sim.link().capacity().mean_over(from, to).kbps_f64();
-        StepOut { obs: raw.scaled(), reward: raw.reward(), truncated: false, raw, capacity_kbps, estimate_kbps: 0.0 }
+        let obs = match mmsys24 { Some(o) => o.to_vec(), None => raw.scaled().to_vec() };
+        StepOut { obs, reward: raw.reward(), truncated: false, raw, capacity_kbps, estimate_kbps: 0.0 }
     }
 
     /// Apply action `a` (clipped to [0, 1]) and run one step. Before the first reset it resets.
@@ -354,7 +394,7 @@ pub struct VecEnv {
 
 /// Per-environment result of a [`VecEnv::step`]: the step (its observation is the new episode's
 /// first one when the episode ended and autoreset is on) and, then, the ended episode's last step.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct VecStep { pub out: StepOut, pub final_out: Option<StepOut> }
 
 impl VecEnv {
@@ -502,11 +542,33 @@ mod tests {
             for k in 0..45 {
                 let s = v.step(&[0.1, 0.2, 0.3, 0.4]).unwrap();
                 if k == 19 || k == 39 { assert!(s.iter().all(|x| x.out.truncated && x.final_out.is_some())); } else { assert!(s.iter().all(|x| !x.out.truncated && x.final_out.is_none())); }
-                rows.push(s.iter().map(|x| (x.out.obs, x.out.reward)).collect::<Vec<_>>());
+                rows.push(s.iter().map(|x| (x.out.obs.clone(), x.out.reward)).collect::<Vec<_>>());
             }
             rows
         };
         assert_eq!(run(1), run(3));
+    }
+
+    #[test]
+    fn mmsys24_observation_steps_60_ms_and_sees_audio() {
+        let c = EnvConfig { observation: "mmsys24".into(), audio_kbps: 32.0, synthetic_kbps: [2000.0, 2000.0], owd_ms: [40.0, 40.0], ..cfg() };
+        assert_eq!(c.steps_per_episode(), 83); // 5 s / 60 ms
+        assert_eq!(c.obs_dim(), 150);
+        let mut e = RlEnv::new(c, Arc::new(vec![]), 1).unwrap();
+        let first = e.reset(Some(2)).unwrap();
+        assert_eq!(first.obs.len(), 150);
+        let mut last = first;
+        for _ in 0..30 { last = e.step(0.1).unwrap(); }
+        let o = &last.obs;
+        use crate::controllers::onnx::features::{feature::*, short_index};
+        // 800 kbit/s asked on a 2 Mbit/s link: the receiving rate of the last 60 ms is near it,
+        // audio (50 packets/s: ~3 per 60 ms) and video both arrive, the delay is ≥ 40 ms.
+        assert!((300_000.0..1_500_000.0).contains(&o[short_index(RECV_RATE, 0)]), "{}", o[0]);
+        assert!(o[short_index(AUDIO_FRACTION, 0)] > 0.0 && o[short_index(VIDEO_FRACTION, 0)] > 0.0);
+        assert!(o[short_index(MIN_SEEN_DELAY, 0)] >= 40.0);
+        // The reward is still R3Net's, of the same 60-ms window.
+        assert!((last.reward - last.raw.reward()).abs() < 1e-12);
+        assert_eq!(EnvConfig::from_json(r#"{"observation": "mmsys23"}"#).unwrap_err().field, "observation");
     }
 
     #[test]

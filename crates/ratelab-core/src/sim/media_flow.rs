@@ -44,6 +44,30 @@ pub struct MediaFlow {
     /// Drop every n-th frame (libwebrtc `VideoStreamEncoder::cwnd_frame_drop_interval_`).
     pub cwnd_drop_interval: Option<u64>,
     pub cwnd_frame_counter: u64,
+    /// The optional audio stream (`media.audio_kbps > 0`).
+    pub audio: Option<AudioStream>,
+}
+
+/// A constant-rate Opus-like audio stream: one packet of `size` (headers included) every
+/// `interval`, sent as it is encoded (libwebrtc does not pace audio).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AudioStream {
+    pub interval: Duration,
+    /// Wire size of one packet (payload + header).
+    pub size: Bytes,
+    /// Payload rate (what the audio encoder is configured to).
+    pub payload_rate: Bitrate,
+}
+
+impl AudioStream {
+    /// `kbps` of payload in frames of `frame_ms`, each with `header` bytes; `None` for 0 kbit/s.
+    pub fn new(kbps: f64, frame_ms: f64, header: Bytes) -> Option<AudioStream> {
+        if !(kbps > 0.0) { return None; }
+        let payload = (kbps * frame_ms / 8.0).round().max(1.0) as i64;
+        Some(AudioStream { interval: Duration::from_ms_f64(frame_ms), size: Bytes::new(payload) + header, payload_rate: Bitrate::from_kbps_f64(kbps) })
+    }
+    /// Rate on the wire (payload and headers).
+    pub fn wire_rate(&self) -> Bitrate { self.size / self.interval }
 }
 
 impl MediaFlow {
@@ -65,9 +89,15 @@ impl MediaFlow {
     }
 
     /// The rate handed to the encoder: the target, minus header overhead when accounted.
-    /// Frame dropping for congestion-window pushback lowers it by the dropped share.
+    /// Frame dropping for congestion-window pushback lowers it by the dropped share; with an
+    /// audio stream, the audio's share (its wire rate with overhead accounting, its payload rate
+    /// without) is taken off first, as libwebrtc's allocator gives audio its rate.
     pub fn encoder_target(&mut self) -> Bitrate {
-        let t = if self.overhead_accounting { self.target.scale(self.payload_share) } else { self.target };
+        let target = match &self.audio {
+            Some(a) => self.target.saturating_sub(if self.overhead_accounting { a.wire_rate() } else { a.payload_rate }),
+            None => self.target,
+        };
+        let t = if self.overhead_accounting { target.scale(self.payload_share) } else { target };
         self.cwnd_drop_interval = cwnd_drop_interval(t, self.cwnd_reduce_ratio, self.constraints.min_rate);
         match self.cwnd_drop_interval {
             Some(n) => Bitrate::from_bps(t.bps() - t.bps() / n as i64),

@@ -80,6 +80,8 @@ enum Event {
     FlowStart(u32),
     FlowStop(u32),
     Frame(u32),
+    /// The next packet of a flow's audio stream.
+    Audio(u32),
     Pacer(u32),
     ControllerTick(u32),
     FeedbackTimer(u32),
@@ -164,6 +166,7 @@ impl Simulation {
             Event::FlowStart(f) => self.on_flow_start(f),
             Event::FlowStop(f) => self.on_flow_stop(f),
             Event::Frame(f) => self.on_frame(f),
+            Event::Audio(f) => self.on_audio(f),
             Event::Pacer(f) => self.on_pacer(f),
             Event::ControllerTick(f) => self.on_controller_tick(f),
             Event::FeedbackTimer(f) => self.on_feedback_timer(f),
@@ -218,6 +221,7 @@ impl Simulation {
         if tick > Duration::ZERO { self.events.push(now + tick, Event::ControllerTick(f)); }
         if m.feedback.mode() == crate::feedback::generator::GeneratorMode::Twcc { self.events.push(now + fb, Event::FeedbackTimer(f)); }
         if let Some(d) = est { self.events.push(now + d, Event::EstimatorTick(f)); }
+        if m.audio.is_some() { self.events.push(now + m.frame_phase, Event::Audio(f)); }
         self.schedule_pacer(f);
     }
 
@@ -248,6 +252,21 @@ impl Simulation {
             }
         }
         self.events.push(now + interval, Event::Frame(f));
+        self.schedule_pacer(f);
+    }
+
+    /// One audio packet, straight onto the wire (audio is not paced; it keeps going through
+    /// scheduled video pauses and encoder pauses, as a call's audio does).
+    fn on_audio(&mut self, f: u32) {
+        let now = self.now;
+        let Some(m) = self.media(f) else { return };
+        let Some(a) = m.audio else { return };
+        let sp = m.history.on_sent(now, a.size, None, false);
+        let u = m.controller.on_packet_sent(&sp);
+        if !u.is_empty() { m.apply(now, u); }
+        let pkt = Packet { flow: f, seq: sp.seq, size: a.size, send_time: now, enqueue_time: now, tx_start: now, probe_cluster: None, payload: Payload::Audio };
+        self.send_into_network(pkt);
+        self.events.push(now + a.interval, Event::Audio(f));
         self.schedule_pacer(f);
     }
 
@@ -371,7 +390,7 @@ impl Simulation {
             m.receiver.on_packet(now, frame, count, capture, pkt.size - m.header, keyframe);
         }
         if let Some(e) = m.estimator.as_mut() {
-            e.on_packet_received(&ReceivedPacket { seq: pkt.seq, size: pkt.size, send_time: pkt.send_time, recv_time: now });
+            e.on_packet_received(&ReceivedPacket { seq: pkt.seq, size: pkt.size, send_time: pkt.send_time, recv_time: now, kind: crate::network::packet::media_kind(&pkt.payload, pkt.probe_cluster) });
             // The RTT this packet would show the sender: its one-way delay plus the return
             // path's propagation (a congested return link's queue is not known here).
             e.on_rtt_update(now, (now - pkt.send_time) + ret);

@@ -102,7 +102,7 @@ mod tests {
     use crate::units::Bytes;
 
     fn pkt(seq: u64, ms: i64) -> ReceivedPacket {
-        ReceivedPacket { seq, size: Bytes::new(1250), send_time: Time::from_ms(ms - 30), recv_time: Time::from_ms(ms) }
+        ReceivedPacket { seq, size: Bytes::new(1250), send_time: Time::from_ms(ms - 30), recv_time: Time::from_ms(ms), kind: Default::default() }
     }
 
     #[test]
