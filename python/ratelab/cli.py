@@ -508,21 +508,30 @@ def query(campaign: str, sql: str, out: Path, fmt_: str) -> None:
 @click.option("--reference", default="oracle", show_default=True, help="Controller whose p95 the others are compared to.")
 @click.option("--format", "fmt_", type=click.Choice(["markdown", "csv", "json"]), default="markdown", show_default=True)
 @click.option("--per-run", is_flag=True, help="Print one row per run (controller, trace, seed) instead.")
-def tradeoff(campaign: str, out: Path, splits: tuple[str, ...], reference: str, fmt_: str, per_run: bool) -> None:
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the Pareto plot (utilization against p95, one panel per split) to this PNG.")
+def tradeoff(campaign: str, out: Path, splits: tuple[str, ...], reference: str, fmt_: str, per_run: bool,
+             plot_path: Path | None) -> None:
     """Utilization of min(capacity, media max) and p95 queuing delay per controller of a trace
     campaign (e.g. `ratelab sweep real`), as means over traces and seeds, against the oracle."""
     import json
 
     from .results import _strict
-    from .tradeoff import markdown, run_rows, summarize
+    from .tradeoff import markdown, plot, run_rows, summarize
 
     root = Path(campaign)
     if not (root.is_dir() and (root / "plan.json").is_file()):
         root = out / campaign
     if not (root / "plan.json").is_file():
         raise InputError(campaign, "", f"no campaign folder (looked for {campaign} and {out / campaign})")
+    if plot_path is not None and plot_path.suffix.lower() != ".png":
+        raise InputError("--plot", str(plot_path), "the plot is written as PNG: give a file name ending in .png")
     rows = run_rows(root)
-    tables = {"runs": rows} if per_run else {sp: summarize(rows, sp, reference=reference) for sp in (splits or ("all", "train", "test"))}
+    summaries = {sp: summarize(rows, sp, reference=reference) for sp in (splits or ("all", "train", "test"))}
+    tables = {"runs": rows} if per_run else summaries
+    if plot_path is not None:
+        plot_path.parent.mkdir(parents=True, exist_ok=True)
+        plot(summaries, plot_path)
     if fmt_ == "json":
         click.echo(json.dumps({k: [_strict(r) for r in v] for k, v in tables.items()}))
         return
@@ -538,6 +547,8 @@ def tradeoff(campaign: str, out: Path, splits: tuple[str, ...], reference: str, 
             continue
         click.echo(f"\n{name} traces\n")
         click.echo(markdown(table, reference))
+    if plot_path is not None and fmt_ == "markdown" and not per_run:
+        click.echo(f"\n![Pareto plot: utilization against p95 queuing delay, {reference} as reference]({plot_path})")
 
 
 def _cell(v) -> str:

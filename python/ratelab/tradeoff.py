@@ -163,7 +163,9 @@ def summarize(rows: Sequence[dict[str, Any]], split: str = "all", splits: dict[s
         p95 = [_mean(x["queue_delay_ms_p95"] for x in per[(c, sd)]) for sd in seeds]
         out.append({"controller": c, "traces": len(complete), "seeds": len(seeds),
                     "utilization": _mean(util), "utilization_spread": _spread(util),
-                    "queue_delay_ms_p95": _mean(p95), "queue_delay_ms_p95_spread": _spread(p95)})
+                    "utilization_min": _min(util), "utilization_max": _max(util),
+                    "queue_delay_ms_p95": _mean(p95), "queue_delay_ms_p95_spread": _spread(p95),
+                    "queue_delay_ms_p95_min": _min(p95), "queue_delay_ms_p95_max": _max(p95)})
     ref = next((o for o in out if o["controller"] == reference), None)
     for o in out:
         o["p95_vs_" + reference] = (o["queue_delay_ms_p95"] / ref["queue_delay_ms_p95"]
@@ -177,8 +179,39 @@ def _mean(xs: Iterable[float]) -> float:
 
 
 def _spread(xs: Sequence[float]) -> float:
-    v = [x for x in xs if math.isfinite(x)]
-    return (max(v) - min(v)) / 2 if v else math.nan
+    return (_max(xs) - _min(xs)) / 2
+
+
+def _min(xs: Sequence[float]) -> float:
+    return min((x for x in xs if math.isfinite(x)), default=math.nan)
+
+
+def _max(xs: Sequence[float]) -> float:
+    return max((x for x in xs if math.isfinite(x)), default=math.nan)
+
+
+def points(table: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The summary's rows as :class:`ratelab.compare.Point` (mean over seeds, per-seed range): the
+    same numbers the table prints, in the form the report's Pareto plot draws."""
+    from .compare import Point
+
+    return {o["controller"]: Point(utilization=o["utilization"], delay_ms=o["queue_delay_ms_p95"],
+                                   util_lo=o["utilization_min"], util_hi=o["utilization_max"],
+                                   delay_lo=o["queue_delay_ms_p95_min"], delay_hi=o["queue_delay_ms_p95_max"],
+                                   runs=o["traces"] * o["seeds"], seeds=o["seeds"])
+            for o in table}
+
+
+def plot(tables: dict[str, Sequence[dict[str, Any]]], png_path: str | Path) -> Path:
+    """The Pareto plot of the report pages (:func:`ratelab.figures.plot_pareto`), one panel per
+    split: each controller at its mean utilization and mean p95 queuing delay, bars over seeds,
+    the oracle as the reference star."""
+    from .figures import plot_pareto
+
+    groups = [(f"{split}: {t[0]['traces'] if t else 0} traces × {t[0]['seeds'] if t else 0} seeds", points(t))
+              for split, t in tables.items()]
+    names = [o["controller"] for t in tables.values() for o in t]
+    return plot_pareto(groups, png_path, names)
 
 
 def markdown(table: Sequence[dict[str, Any]], reference: str = "oracle") -> str:

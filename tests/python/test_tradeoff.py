@@ -60,6 +60,25 @@ def test_summary_means_hand_computed():
     assert test[1]["queue_delay_ms_p95"] == pytest.approx(150.0) and test[1]["traces"] == 1
 
 
+def test_plot_points_are_the_table_numbers(tmp_path):
+    """The Pareto plot draws each controller at the table's mean, bars over the per-seed range."""
+    from ratelab.tradeoff import plot, points
+
+    sp = {"t1": "train", "t2": "test"}
+    tables = {s: summarize(_rows(), s, splits=sp) for s in ("all", "train", "test")}
+    pts = points(tables["all"])
+    a, o = pts["a"], pts["oracle"]
+    assert (a.utilization, a.delay_ms) == (pytest.approx(0.71), pytest.approx(100.0))
+    # per-seed means 0.70 and 0.72: the bar spans them; the mean ± the table's spread gives the same.
+    assert (a.util_lo, a.util_hi) == (pytest.approx(0.70), pytest.approx(0.72))
+    assert a.util_hi - a.util_lo == pytest.approx(2 * tables["all"][1]["utilization_spread"])
+    assert a.seeds == 2 and a.runs == 4 and a.has_spread
+    assert (o.utilization, o.delay_ms, o.has_spread) == (pytest.approx(0.9), pytest.approx(100.0), False)
+    assert points(tables["test"])["a"].delay_ms == pytest.approx(150.0)
+    png = plot(tables, tmp_path / "pareto.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
 def test_summary_uses_only_traces_every_controller_finished():
     rows = [r for r in _rows() if not (r["controller"] == "a" and r["scenario"] == "t2" and r["seed"] == 2)]
     table = summarize(rows, "all", splits={"t1": "train", "t2": "test"})
@@ -105,5 +124,11 @@ def test_tradeoff_cli_on_a_small_campaign(tmp_path, core, cli):
     assert 0.85 < table["oracle"]["utilization"] < 1.0
     assert table["oracle"]["p95_vs_oracle"] == pytest.approx(1.0)
     assert 0.0 < table["gcc"]["utilization"] < 1.05
+    png = tmp_path / "pareto.png"
+    r = cli("tradeoff", "small", "--out", str(out), "--split", "all", "--plot", str(png))
+    assert r.returncode == 0, r.stderr
+    assert png.read_bytes()[:4] == b"\x89PNG" and f"]({png})" in r.stdout
+    r = cli("tradeoff", "small", "--out", str(out), "--plot", str(tmp_path / "p.svg"))
+    assert r.returncode == 2 and "--plot" in r.stderr and "Traceback" not in r.stderr
     r = cli("tradeoff", "markdown-test", "--out", str(out))
     assert r.returncode == 2 and "no campaign folder" in r.stderr
