@@ -99,6 +99,9 @@ def _checked_number(plan: "Plan", key: str, value: Any, where: str | None = None
     return value
 
 
+#: Files beside the traces that describe them (the index, the train/test split): never traces.
+TRACE_METADATA = ("index.csv", "split.csv")
+
 #: Named trace sets over the shipped traces (``traces/index.csv`` columns ``network``/``source``).
 TRACE_SETS = {
     "shipped": lambda row: True,
@@ -427,7 +430,7 @@ def trace_files(spec: str, base: Path | None = None) -> list[Path]:
         p = base / p
     if p.is_dir():
         return sorted(x for x in p.iterdir() if x.is_file() and x.suffix in (".csv", ".json", ".log", ".txt")
-                      and x.name != "index.csv")
+                      and x.name not in TRACE_METADATA)
     return sorted(Path(x) for x in globmod.glob(str(p)) if Path(x).is_file())
 
 
