@@ -2,7 +2,7 @@
 decision and ≥ 3,000× real time).
 
 ``python -m ratelab.rl.bench_onnx [--decisions N] [--repeat R]`` exports the MLP of
-docs/bring-your-own-onnx.md with torch (random weights, seed 0) into a temporary folder, then
+docs/bring-your-own.md (ONNX part) with torch (random weights, seed 0) into a temporary folder, then
 
 * times N decisions of the Rust inference (tract) through ``ratelab._core.onnx_policy_steps``
   (one call; the load and smoke run are taken out by also timing one decision), and
