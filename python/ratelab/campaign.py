@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import InputError
-from .scenario import PACKAGE_DIR, TRACE_DIR, Scenario, apply_overrides, load_scenario, parse_key, parse_toml, set_path
+from .scenario import PACKAGE_DIR, TRACE_DIR, TRACE_METADATA, Scenario, apply_overrides, load_scenario, parse_key, parse_toml, set_path
 
 PLAN_DIR = PACKAGE_DIR / "plans"
 #: Controllers that `controllers = "all"` leaves out (no congestion control to compare).
@@ -98,9 +98,6 @@ def _checked_number(plan: "Plan", key: str, value: Any, where: str | None = None
         raise InputError(plan.source, where or key, f"{value!r} is out of range: must be {kind} in {r.text()}")
     return value
 
-
-#: Files beside the traces that describe them (the index, the train/test split): never traces.
-TRACE_METADATA = ("index.csv", "split.csv")
 
 #: Named trace sets over the shipped traces (``traces/index.csv`` columns ``network``/``source``).
 TRACE_SETS = {

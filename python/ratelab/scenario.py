@@ -27,6 +27,8 @@ from .errors import InputError, from_core
 PACKAGE_DIR = Path(str(resources.files("ratelab")))
 SCENARIO_DIR = PACKAGE_DIR / "scenarios"
 TRACE_DIR = PACKAGE_DIR / "traces"
+#: Files beside the traces that describe them (the index, the train/test split): never traces.
+TRACE_METADATA = ("index.csv", "split.csv")
 
 #: The link sections of a scenario: the bottleneck and the optional reverse one (RFC 8867 5.3).
 LINK_SECTIONS = ("link", "reverse_link")

@@ -259,7 +259,9 @@ def test_sigint_stops_cleanly(tmp_path):
             "from ratelab.cli import main; sys.exit(main(sys.argv[2:]))")
     out = tmp_path / "out"
     p = subprocess.Popen([sys.executable, "-c", code, str(HERE), "run", "lcc-steps", "-c", "gcc", "-c", "oracle",
-                          "--set", "duration_s=2000", "--no-packets", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          "--set", "duration_s=2000", "--no-packets", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         # a suite started in the background inherits SIGINT ignored; a terminal's child does not
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while not (out / "gcc" / "series.parquet").exists() and p.poll() is None and time.time() < deadline:
         time.sleep(0.02)

@@ -142,7 +142,9 @@ def _ctrl_c(args: list[str], ready, tmp_path: Path, timeout: float = 120) -> sub
     the whole group as a terminal's Ctrl-C does (worker processes included)."""
     p = subprocess.Popen([sys.executable, "-m", "ratelab", *args], cwd=tmp_path, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         env=dict(os.environ, PYTHONWARNINGS="ignore"))
+                         env=dict(os.environ, PYTHONWARNINGS="ignore"),
+                         # a suite started in the background inherits SIGINT ignored; a terminal's child does not
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + timeout
     while not ready() and p.poll() is None and time.time() < deadline:
         time.sleep(0.05)

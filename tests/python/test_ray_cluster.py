@@ -45,9 +45,12 @@ def _free_port() -> int:
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    here = str(Path(__file__).resolve().parents[2] / "python")
-    if (Path(here) / "ratelab" / "__init__.py").is_file():
-        env["PYTHONPATH"] = here + os.pathsep + env.get("PYTHONPATH", "")
+    # The nodes and the driver import the same ratelab as this test (an installed one, or a source
+    # tree with its extension built in place), not blindly the source tree beside the tests.
+    import ratelab
+
+    here = str(Path(ratelab.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = here + os.pathsep + env.get("PYTHONPATH", "")
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     # Newer Rays turn token authentication on for a head started with `ray start`; a cluster
     # bound to loopback for one test needs none (the second node and the driver would need the token).

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..scenario import TRACE_METADATA
+
 TRACE_DIR = Path(__file__).resolve().parent.parent / "traces"
 
 TEST_TRACES: tuple[str, ...] = (
@@ -47,7 +49,7 @@ VAL_TRACES: tuple[str, ...] = (
 
 
 def shipped() -> list[str]:
-    return sorted(p.name for p in TRACE_DIR.glob("*.csv") if p.name != "index.csv")
+    return sorted(p.name for p in TRACE_DIR.glob("*.csv") if p.name not in TRACE_METADATA)
 
 
 def split(which: str) -> list[str]:
