@@ -48,14 +48,6 @@ impl std::fmt::Debug for OnnxEstimatorModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { write!(f, "OnnxEstimatorModel({:?})", self.sig) }
 }
 
-impl Clone for OnnxEstimatorModel {
-    fn clone(&self) -> Self {
-        // A fresh state on the same (shared, immutable) plan, with the recurrent values copied.
-        let state = self.plan.spawn().expect("a plan that ran once spawns again");
-        OnnxEstimatorModel { sig: self.sig.clone(), plan: self.plan.clone(), state, h: self.h.clone(), c: self.c.clone() }
-    }
-}
-
 /// Declared dimensions of an input: concrete sizes, `None` where symbolic or unknown; `None`
 /// overall when even the rank is unknown.
 fn declared_dims(fact: &InferenceFact) -> Option<Vec<Option<usize>>> {
@@ -100,8 +92,7 @@ pub fn classify(inputs: &[(String, Option<Vec<Option<usize>>>)]) -> Result<Signa
     match inputs {
         [(n, d)] => Ok(Signature::Stateless { obs: obs_shape(n, d)? }),
         [(_, Some(o)), (_, Some(h))] if o.as_slice() == [Some(1), Some(4)] && h.len() == 3 => Ok(Signature::R3Net),
-        [(n0, d0), (n1, d1), (n2, d2)] if names == STATEFUL_INPUTS => {
-            let _ = (n1, n2);
+        [(n0, d0), (_, d1), (_, d2)] if names == STATEFUL_INPUTS => {
             Ok(Signature::Stateful { obs: obs_shape(n0, d0)?, hidden: state_shape("hidden_states", d1)?, cell: state_shape("cell_states", d2)? })
         }
         _ => {
