@@ -37,6 +37,13 @@ def core():
         pytest.skip(f"ratelab._core is not built ({exc})")
 
 
+def restore_default_sigint() -> None:
+    """``preexec_fn`` for a child that must die of Ctrl-C as a terminal's child does: a suite started
+    in the background inherits SIGINT ignored, and the child would inherit that too."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run the ``ratelab`` command in a fresh interpreter (as a user would)."""
     env = dict(os.environ, COLUMNS="200", PYTHONWARNINGS="ignore")

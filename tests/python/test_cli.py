@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import HERE
+from conftest import HERE, restore_default_sigint
 from ratelab import cli as cli_mod
 from ratelab.scenario import TRACE_DIR
 
@@ -260,8 +260,7 @@ def test_sigint_stops_cleanly(tmp_path):
     out = tmp_path / "out"
     p = subprocess.Popen([sys.executable, "-c", code, str(HERE), "run", "lcc-steps", "-c", "gcc", "-c", "oracle",
                           "--set", "duration_s=2000", "--no-packets", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         # a suite started in the background inherits SIGINT ignored; a terminal's child does not
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=restore_default_sigint)
     deadline = time.time() + 120
     while not (out / "gcc" / "series.parquet").exists() and p.poll() is None and time.time() < deadline:
         time.sleep(0.02)

@@ -16,6 +16,7 @@ import pytest
 
 from ratelab import cli as cli_mod
 from ratelab import limits
+from conftest import restore_default_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,8 +144,7 @@ def _ctrl_c(args: list[str], ready, tmp_path: Path, timeout: float = 120) -> sub
     p = subprocess.Popen([sys.executable, "-m", "ratelab", *args], cwd=tmp_path, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True,
                          env=dict(os.environ, PYTHONWARNINGS="ignore"),
-                         # a suite started in the background inherits SIGINT ignored; a terminal's child does not
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=restore_default_sigint)
     deadline = time.time() + timeout
     while not ready() and p.poll() is None and time.time() < deadline:
         time.sleep(0.05)
