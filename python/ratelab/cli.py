@@ -510,8 +510,11 @@ def query(campaign: str, sql: str, out: Path, fmt_: str) -> None:
 @click.option("--per-run", is_flag=True, help="Print one row per run (controller, trace, seed) instead.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the Pareto plot (utilization against p95, one panel per split) to this PNG.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the campaign's HTML page (the leaderboard page: this summary against the oracle, "
+                   "Pareto plots, CDFs, ranking, per-trace panels) to this file.")
 def tradeoff(campaign: str, out: Path, splits: tuple[str, ...], reference: str, fmt_: str, per_run: bool,
-             plot_path: Path | None) -> None:
+             plot_path: Path | None, report_path: Path | None) -> None:
     """Utilization of min(capacity, media max) and p95 queuing delay per controller of a trace
     campaign (e.g. `ratelab sweep real`), as means over traces and seeds, against the oracle."""
     import json
@@ -532,6 +535,14 @@ def tradeoff(campaign: str, out: Path, splits: tuple[str, ...], reference: str, 
     if plot_path is not None:
         plot_path.parent.mkdir(parents=True, exist_ok=True)
         plot(summaries, plot_path)
+    if report_path is not None:
+        from .leaderboard import write_leaderboard
+
+        if report_path.suffix.lower() not in (".html", ".htm"):
+            raise InputError("--report", str(report_path), "the page is written as HTML: give a file name ending in .html")
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        write_leaderboard(root, report_path, title=f"ratelab campaign {root.name}")
+        click.echo(f"report: {report_path}", err=True)
     if fmt_ == "json":
         click.echo(json.dumps({k: [_strict(r) for r in v] for k, v in tables.items()}))
         return

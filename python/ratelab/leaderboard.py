@@ -183,6 +183,7 @@ def write_leaderboard(root: Path, path: Path, title: str = "ratelab leaderboard"
                                  "(left) and media utilization (right): a curve further left (delay) or further right "
                                  "(utilization) is better; the spread of a curve is how much a controller depends on "
                                  "the trace.", alt="CDFs of delay and utilization over runs"))
+    body.append(_oracle_section(root, assets))
     body.append("<h2>Per trace</h2>")
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for m in metrics:
@@ -217,6 +218,46 @@ def _ranking_table(rank: list[dict[str, Any]], front: set[str]) -> str:
     rows = [{**r, "place": i} for i, r in enumerate(rank, 1)]
     return sortable_table(cols, rows, id="ranking", cls="overview",
                           row_class=lambda r: "oracle" if r["controller"] == "oracle" else "")
+
+
+def _oracle_section(root: Path, assets: Path, reference: str = "oracle") -> str:
+    """Issue 15's summary: per controller, utilization of min(capacity, media max) and mean p95
+    queuing delay against the oracle on the same runs, for all traces and the train / test split
+    of traces/split.csv: the numbers of `ratelab tradeoff` (one computation: ratelab.tradeoff)."""
+    from . import tradeoff
+
+    rows = tradeoff.run_rows(root)
+    if not any(r["controller"] == reference for r in rows):
+        return (f'<h2>Against the {reference}</h2><p class="note">Not shown: the campaign has no {reference} runs '
+                f"(add <code>{reference}</code> to its controllers to compare every controller with the capacity it "
+                "could have used).</p>")
+    tables = {sp: tradeoff.summarize(rows, sp, reference=reference) for sp in tradeoff.SPLITS}
+    tables = {sp: t for sp, t in tables.items() if t and t[0]["traces"] > 0}
+    png = tradeoff.plot(tables, assets / "tradeoff.png")
+    ratio = "p95_vs_" + reference
+    cols = [
+        Column("controller", lambda r: r["controller"], left=True),
+        Column("util. (%)", lambda r: r["utilization"], "pct0", best="max"),
+        Column("± (points)", lambda r: 100 * r["utilization_spread"], "{:.1f}"),
+        Column("queuing p95 (ms)", lambda r: r["queue_delay_ms_p95"], "ms", best="min"),
+        Column("± (ms)", lambda r: r["queue_delay_ms_p95_spread"], "{:.0f}"),
+        Column(f"p95 / {reference}", lambda r: r[ratio], "{:.2f}"),
+        Column("traces × seeds", lambda r: r["traces"] * r["seeds"], "{:.0f}",
+               cell=lambda r: f"{r['traces']} × {r['seeds']}"),
+    ]
+    parts = [f"<h2>Against the {reference}</h2>",
+             img(png, "Each controller's utilization of min(capacity, media maximum) against its mean p95 queuing delay, "
+                      "one panel per group of traces (all, and the train / test split of traces/split.csv); bars span "
+                      f"the per-seed means, the star is the {reference}. `ratelab tradeoff` prints the same numbers.",
+                 alt=f"Pareto plot against the {reference} per trace split"),
+             f'<p class="note">Means over seeds of the mean over the group\'s traces; ± is half the range over seeds; '
+             f"p95 / {reference} divides by the {reference}'s mean p95 on the same runs. Only traces on which every "
+             "controller finished every seed count.</p>"]
+    for sp, table in tables.items():
+        parts.append(f"<h3>{_e(sp)} traces</h3>")
+        parts.append(sortable_table(cols, table, id=f"tradeoff-{sp}", cls="tradeoff",
+                                    row_class=lambda r: "oracle" if r["controller"] == reference else ""))
+    return "\n".join(parts)
 
 
 def _trace_section(root: Path, assets: Path, trace: str, rows: list[dict[str, Any]], seeds_of: dict,

@@ -119,7 +119,7 @@ def test_tradeoff_cli_on_a_small_campaign(tmp_path, core, cli):
     assert r.returncode == 0, r.stderr
     r = cli("tradeoff", "small", "--out", str(out), "--split", "all", "--format", "json")
     assert r.returncode == 0, r.stderr
-    table = {row["controller"]: row for row in json.loads(r.stdout)["all"]}
+    table = table_rows = {row["controller"]: row for row in json.loads(r.stdout)["all"]}
     assert list(table)[0] == "oracle"
     assert 0.85 < table["oracle"]["utilization"] < 1.0
     assert table["oracle"]["p95_vs_oracle"] == pytest.approx(1.0)
@@ -132,3 +132,21 @@ def test_tradeoff_cli_on_a_small_campaign(tmp_path, core, cli):
     assert r.returncode == 2 and "--plot" in r.stderr and "Traceback" not in r.stderr
     r = cli("tradeoff", "markdown-test", "--out", str(out))
     assert r.returncode == 2 and "no campaign folder" in r.stderr
+
+    # The campaign's HTML page carries the same summary: the section against the oracle, its
+    # Pareto figure and, per split, a table whose numbers are the JSON's (data-v, 6 digits).
+    page = tmp_path / "page.html"
+    r = cli("tradeoff", "small", "--out", str(out), "--split", "all", "--report", str(page))
+    assert r.returncode == 0, r.stderr
+    html = page.read_text()
+    section = html[html.index("<h2>Against the oracle</h2>"):html.index("<h2>Per trace</h2>")]
+    assert "alt=\"Pareto plot against the oracle per trace split\"" in section and "data:image/png;base64," in section
+    table = section[section.index('id="tradeoff-all"'):]
+    table = table[:table.index("</table>")]
+    for c, row in table_rows.items():
+        tr = table[table.index(f">{c}</td>"):]
+        tr = tr[:tr.index("</tr>")]
+        for v in (row["utilization"], row["queue_delay_ms_p95"], row["p95_vs_oracle"]):
+            assert f'data-v="{v:.6g}"' in tr, (c, v, tr)
+    r = cli("tradeoff", "small", "--out", str(out), "--report", str(tmp_path / "page.pdf"))
+    assert r.returncode == 2 and "--report" in r.stderr and "Traceback" not in r.stderr
