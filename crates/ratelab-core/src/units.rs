@@ -108,17 +108,28 @@ impl Div for Duration { type Output = f64; fn div(self, o: Duration) -> f64 { se
 impl Div for Bitrate { type Output = f64; fn div(self, o: Bitrate) -> f64 { self.0 as f64 / o.0 as f64 } }
 impl Div for Bytes { type Output = f64; fn div(self, o: Bytes) -> f64 { self.0 as f64 / o.0 as f64 } }
 
+/// `n / d` truncated toward zero, exactly as i128 division, but in 64-bit arithmetic when both
+/// fit: the 128-bit division is a library call several times slower, and the unit conversions
+/// below run once or more per packet (issue 16 profile).
+#[inline]
+pub fn div_i128(n: i128, d: i128) -> i128 {
+    match (i64::try_from(n), i64::try_from(d)) {
+        (Ok(a), Ok(b)) if b != 0 && !(a == i64::MIN && b == -1) => (a / b) as i128,
+        _ => n / d,
+    }
+}
+
 /// rate × time = data (rounded down to whole bytes).
 impl Mul<Duration> for Bitrate {
     type Output = Bytes;
-    fn mul(self, d: Duration) -> Bytes { Bytes(((self.0 as i128 * d.0 as i128) / 8_000_000) as i64) }
+    fn mul(self, d: Duration) -> Bytes { Bytes(div_i128(self.0 as i128 * d.0 as i128, 8_000_000) as i64) }
 }
 /// data / time = rate. A zero or negative span gives zero (no rate can be measured).
 impl Div<Duration> for Bytes {
     type Output = Bitrate;
     fn div(self, d: Duration) -> Bitrate {
         if d.0 <= 0 { return Bitrate(0); }
-        Bitrate(((self.0 as i128 * 8_000_000) / d.0 as i128) as i64)
+        Bitrate(div_i128(self.0 as i128 * 8_000_000, d.0 as i128) as i64)
     }
 }
 /// data / rate = time to send it, rounded up to whole microseconds. A zero rate gives `Duration::MAX`.
@@ -127,7 +138,7 @@ impl Div<Bitrate> for Bytes {
     fn div(self, r: Bitrate) -> Duration {
         if r.0 <= 0 { return Duration::MAX; }
         let num = self.0 as i128 * 8_000_000;
-        Duration(((num + r.0 as i128 - 1) / r.0 as i128) as i64)
+        Duration(div_i128(num + r.0 as i128 - 1, r.0 as i128) as i64)
     }
 }
 
@@ -143,6 +154,17 @@ impl fmt::Display for Bytes { fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_64_bit_division_path_equals_128_bit_division() {
+        let cases: [i128; 12] = [0, 1, -1, 7, -7, 8_000_000, i64::MAX as i128, i64::MIN as i128, i64::MAX as i128 + 1,
+                                 (i64::MIN as i128) - 1, i128::MAX / 3, -(i128::MAX / 5)];
+        for &n in &cases {
+            for &d in &cases {
+                if d != 0 { assert_eq!(div_i128(n, d), n / d, "{n} / {d}"); }
+            }
+        }
+    }
 
     #[test]
     fn rate_time_size_arithmetic() {

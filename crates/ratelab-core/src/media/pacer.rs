@@ -5,7 +5,7 @@
 
 use crate::controller::ProbeCluster;
 use crate::network::packet::Payload;
-use crate::units::{Bitrate, Bytes, Duration, Time};
+use crate::units::{div_i128, Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
 
 /// Size of a padding/probe filler packet on the wire.
@@ -91,7 +91,7 @@ impl Pacer {
 
     fn avg_time_in_queue(&self, now: Time) -> Duration {
         if self.queue.is_empty() { return Duration::ZERO; }
-        let mean = (self.enqueue_sum_us / self.queue.len() as i128) as i64;
+        let mean = div_i128(self.enqueue_sum_us, self.queue.len() as i128) as i64;
         now - Time::from_us(mean)
     }
 

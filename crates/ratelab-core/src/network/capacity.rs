@@ -1,7 +1,7 @@
 //! Piecewise-constant link capacity over time (constant, stepped or trace-driven), with the
 //! one query the link needs: when does a transmission of N bytes that starts at t end?
 
-use crate::units::{Bitrate, Bytes, Duration, Time};
+use crate::units::{div_i128, Bitrate, Bytes, Duration, Time};
 
 #[derive(Clone, Debug)]
 pub struct CapacitySchedule {
@@ -55,7 +55,7 @@ impl CapacitySchedule {
             let rate = self.rate_at(t).bps() as i128;
             let end = self.next_change_after(t);
             if rate > 0 {
-                let need_us = (bits_left + rate - 1) / rate;
+                let need_us = div_i128(bits_left + rate - 1, rate);
                 if end == Time::MAX || t.as_us() as i128 + need_us <= end.as_us() as i128 {
                     return Time::from_us((t.as_us() as i128 + need_us) as i64);
                 }
@@ -78,7 +78,7 @@ impl CapacitySchedule {
             acc += self.rate_at(t).bps() as i128 * (end - t).as_us() as i128;
             t = end;
         }
-        Bitrate::from_bps((acc / (to - from).as_us() as i128) as i64)
+        Bitrate::from_bps(div_i128(acc, (to - from).as_us() as i128) as i64)
     }
 
     /// Bytes the link could carry over [from, to).
