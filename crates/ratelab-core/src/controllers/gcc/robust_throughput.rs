@@ -41,11 +41,16 @@ impl Default for RobustSettings {
     }
 }
 
+/// What the window keeps of a received packet: 24 bytes instead of a whole `PacketResult`, since
+/// the window (a second or more of packets) is read on every feedback.
+#[derive(Clone, Copy, Debug)]
+struct Received { recv: Time, send: Time, size: i64 }
+
 #[derive(Clone, Debug, Default)]
 pub struct RobustThroughputEstimator {
     s: RobustSettings,
     /// Received packets in receive-time order.
-    window: VecDeque<PacketResult>,
+    window: VecDeque<Received>,
     latest_discarded_send_time: Option<Time>,
 }
 
@@ -60,7 +65,7 @@ impl RobustThroughputEstimator {
         if self.window.len() > self.s.max_window_packets {
             return true;
         }
-        let span = last.recv_time.unwrap_or(Time::ZERO) - first.recv_time.unwrap_or(Time::ZERO);
+        let span = last.recv - first.recv;
         span > self.s.max_window || (self.window.len() > self.s.window_packets && span > self.s.min_window)
     }
 
@@ -68,14 +73,14 @@ impl RobustThroughputEstimator {
     pub fn incoming(&mut self, packets: &[PacketResult]) {
         for p in packets {
             let Some(recv) = p.recv_time else { continue };
-            self.window.push_back(*p);
+            self.window.push_back(Received { recv, send: p.sent.send_time, size: p.sent.size.get() });
             // Reordered feedback: bubble the packet into place.
             let mut i = self.window.len() - 1;
-            while i > 0 && self.window[i].recv_time < self.window[i - 1].recv_time {
+            while i > 0 && self.window[i].recv < self.window[i - 1].recv {
                 self.window.swap(i, i - 1);
                 i -= 1;
             }
-            let newest = self.window.back().and_then(|q| q.recv_time).unwrap_or(recv);
+            let newest = self.window.back().map_or(recv, |q| q.recv);
             if newest - recv > MAX_REORDERING {
                 self.window.clear();
                 self.latest_discarded_send_time = None;
@@ -83,7 +88,7 @@ impl RobustThroughputEstimator {
         }
         while self.first_packet_outside_window() {
             let Some(old) = self.window.pop_front() else { break };
-            let t = old.sent.send_time;
+            let t = old.send;
             self.latest_discarded_send_time = Some(self.latest_discarded_send_time.map_or(t, |d| d.max(t)));
         }
     }
@@ -92,7 +97,6 @@ impl RobustThroughputEstimator {
         if self.window.is_empty() || self.window.len() < self.s.required_packets {
             return None;
         }
-        let recv = |p: &PacketResult| p.recv_time.unwrap_or(Time::ZERO);
         // One pass over the window: it holds a second or more of packets and is read on every
         // feedback (two passes were 11 % of a single-flow run, docs/benchmarks.md).
         let (mut largest_gap, mut second_gap) = (Duration::ZERO, Duration::ZERO);
@@ -104,7 +108,7 @@ impl RobustThroughputEstimator {
         let mut previous_recv: Option<Time> = None;
         let discarded = self.latest_discarded_send_time;
         for p in &self.window {
-            let r = recv(p);
+            let r = p.recv;
             if let Some(prev) = previous_recv {
                 let gap = r - prev;
                 if gap > largest_gap {
@@ -115,7 +119,7 @@ impl RobustThroughputEstimator {
                 }
             }
             previous_recv = Some(r);
-            let size = p.sent.size.get();
+            let size = p.size;
             if r < first_recv {
                 first_recv = r;
                 first_recv_size = size;
@@ -124,14 +128,14 @@ impl RobustThroughputEstimator {
             recv_size += size;
             // Sent before a packet that already left the window: reordered; its old send time
             // would understate the send rate.
-            if discarded.is_some_and(|d| p.sent.send_time < d) {
+            if discarded.is_some_and(|d| p.send < d) {
                 continue;
             }
-            if p.sent.send_time > last_send {
-                last_send = p.sent.send_time;
+            if p.send > last_send {
+                last_send = p.send;
                 last_send_size = size;
             }
-            first_send = first_send.min(p.sent.send_time);
+            first_send = first_send.min(p.send);
             send_size += size;
             sent_in_window += 1;
         }
