@@ -529,6 +529,8 @@ def tradeoff(campaign: str, out: Path, splits: tuple[str, ...], reference: str, 
         raise InputError(campaign, "", f"no campaign folder (looked for {campaign} and {out / campaign})")
     if plot_path is not None and plot_path.suffix.lower() != ".png":
         raise InputError("--plot", str(plot_path), "the plot is written as PNG: give a file name ending in .png")
+    if report_path is not None and report_path.suffix.lower() not in (".html", ".htm"):
+        raise InputError("--report", str(report_path), "the page is written as HTML: give a file name ending in .html")
     rows = run_rows(root)
     summaries = {sp: summarize(rows, sp, reference=reference) for sp in (splits or ("all", "train", "test"))}
     tables = {"runs": rows} if per_run else summaries
@@ -538,10 +540,8 @@ def tradeoff(campaign: str, out: Path, splits: tuple[str, ...], reference: str, 
     if report_path is not None:
         from .leaderboard import write_leaderboard
 
-        if report_path.suffix.lower() not in (".html", ".htm"):
-            raise InputError("--report", str(report_path), "the page is written as HTML: give a file name ending in .html")
         report_path.parent.mkdir(parents=True, exist_ok=True)
-        write_leaderboard(root, report_path, title=f"ratelab campaign {root.name}")
+        write_leaderboard(root, report_path, title=f"ratelab campaign {root.name}", tradeoff_rows=rows)
         click.echo(f"report: {report_path}", err=True)
     if fmt_ == "json":
         click.echo(json.dumps({k: [_strict(r) for r in v] for k, v in tables.items()}))

@@ -121,8 +121,10 @@ def _run_points(con) -> list[tuple[str, str, int, float, float]]:
     return [(c, sc, seed, *run_point(flows)) for (c, sc, seed), flows in runs.items()]
 
 
-def write_leaderboard(root: Path, path: Path, title: str = "ratelab leaderboard") -> Path:
-    """Build the self-contained HTML page from the campaign in ``root``."""
+def write_leaderboard(root: Path, path: Path, title: str = "ratelab leaderboard",
+                      tradeoff_rows: list[dict[str, Any]] | None = None) -> Path:
+    """Build the self-contained HTML page from the campaign in ``root``; ``tradeoff_rows``: the
+    campaign's :func:`ratelab.tradeoff.run_rows` when the caller already read them."""
     from .campaign import trace_index
     from .compare import aggregate, competitors_front
     from .figures import plot_cdfs, plot_pareto
@@ -183,7 +185,7 @@ def write_leaderboard(root: Path, path: Path, title: str = "ratelab leaderboard"
                                  "(left) and media utilization (right): a curve further left (delay) or further right "
                                  "(utilization) is better; the spread of a curve is how much a controller depends on "
                                  "the trace.", alt="CDFs of delay and utilization over runs"))
-    body.append(_oracle_section(root, assets))
+    body.append(_oracle_section(root, assets, tradeoff_rows))
     body.append("<h2>Per trace</h2>")
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for m in metrics:
@@ -220,13 +222,15 @@ def _ranking_table(rank: list[dict[str, Any]], front: set[str]) -> str:
                           row_class=lambda r: "oracle" if r["controller"] == "oracle" else "")
 
 
-def _oracle_section(root: Path, assets: Path, reference: str = "oracle") -> str:
+def _oracle_section(root: Path, assets: Path, rows: list[dict[str, Any]] | None = None,
+                    reference: str = "oracle") -> str:
     """Issue 15's summary: per controller, utilization of min(capacity, media max) and mean p95
     queuing delay against the oracle on the same runs, for all traces and the train / test split
     of traces/split.csv: the numbers of `ratelab tradeoff` (one computation: ratelab.tradeoff)."""
     from . import tradeoff
 
-    rows = tradeoff.run_rows(root)
+    if rows is None:
+        rows = tradeoff.run_rows(root)
     if not any(r["controller"] == reference for r in rows):
         return (f'<h2>Against the {reference}</h2><p class="note">Not shown: the campaign has no {reference} runs '
                 f"(add <code>{reference}</code> to its controllers to compare every controller with the capacity it "
