@@ -82,11 +82,13 @@ def test_leaderboard_page(tmp_path, core, cli):
     assert not re.search(r"<script[^>]*\bsrc=", html)
     probe = check_page(page, tmp_path / "shots", sort_col=3)  # sort by utilization
     assert probe["details"] == 3  # one drill-down per trace
-    # Pareto plot (all traces, 4G, wired, fixed broadband), CDFs, small multiples per trace
-    assert probe["images"] == 2 + 3
+    # Pareto plot (all traces, 4G, wired, fixed broadband), CDFs, small multiples per trace, and the
+    # against-the-oracle Pareto panels (one figure; the campaign has oracle runs)
+    assert probe["images"] == 2 + 3 + 1
     assert probe["tables"][0]["id"] == "ranking" and probe["tables"][0]["rows"] == len(ctrl)
     assert_sorted(probe)
     assert "Bars span the lowest to the highest per-seed mean" in html
+    assert "<h2>Against the oracle</h2>" in html and 'id="tradeoff-all"' in html
 
 
 def test_the_probe_catches_what_it_checks(tmp_path):
