@@ -464,7 +464,9 @@ def query(campaign: str, sql: str, out: str, fmt_: str) -> None:
     root = find_campaign(campaign, out)
     import duckdb
 
-    con = connect(root)
+    from .summary import views_named
+
+    con = connect(root, views_named(sql))  # series/packets views only when the SQL names them
     try:
         rel = con.execute(sql)
         cols = [d[0] for d in rel.description] if rel.description else []
