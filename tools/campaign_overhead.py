@@ -47,6 +47,12 @@ def main() -> None:
     sim_cpu = sum(r.get("sim_cpu_s", 0.0) for r in done)
     run_wall = sum(r["wall_s"] for r in done)
     run_cpu = sum(r.get("cpu_s", 0.0) for r in done)
+    # Each worker's CPU time since it started (imports, unpickling, every run): its last report.
+    workers_cpu: dict[int, float] = {}
+    for r in done:
+        if "pid" in r:
+            workers_cpu[r["pid"]] = max(workers_cpu.get(r["pid"], 0.0), r["proc_cpu_s"])
+    total_cpu = driver_cpu + sum(workers_cpu.values())
     w = a.workers
     print(f"plan {plan.name}: {len(specs)} runs ({res.done} done, {res.failed} failed), {w} workers, "
           f"load {' '.join(load0)} -> {' '.join(load1)}")
@@ -56,6 +62,8 @@ def main() -> None:
     print(f"sum of run wall  {run_wall:8.1f} s   (per run {1000 * (run_wall - sim_wall) / max(len(done), 1):.1f} ms beyond the sim)")
     print(f"sum of run CPU   {run_cpu:8.1f} s   (per run {1000 * (run_cpu - sim_cpu) / max(len(done), 1):.1f} ms beyond the sim);"
           f" CPU ratio (run CPU + driver CPU) / sim CPU = {(run_cpu + driver_cpu) / sim_cpu:.2f}")
+    print(f"whole sweep CPU  {total_cpu:8.1f} s   (driver + {len(workers_cpu)} worker processes from their start)"
+          f"   CPU ratio {total_cpu / sim_cpu:.2f}")
 
 
 if __name__ == "__main__":

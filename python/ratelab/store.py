@@ -185,6 +185,8 @@ def produce_run(spec: RunSpec, folder: Path, base_dir: str | None = None) -> dic
     media = [f for f in result.flows if f.get("kind") == "media"]
     return {"run_id": spec.run_id, "status": "done", "wall_s": time.perf_counter() - t0,
             "cpu_s": time.process_time() - c0, "sim_wall_s": result.wall_seconds, "sim_cpu_s": result.cpu_seconds,
+            # the worker's CPU since it started: tools/campaign_overhead.py sums the last per pid
+            "pid": os.getpid(), "proc_cpu_s": time.process_time(),
             "sim_speed": result.sim_speed, "utilization": result.link.get("utilization"),
             "owd_ms_p95": max((f.get("owd_ms_p95") or 0.0 for f in media), default=None)}
 
@@ -312,10 +314,25 @@ def campaign_lock(root: Path) -> Iterator[None]:
 
 
 def write_plan(root: Path, plan_source: str, specs: list[RunSpec]) -> None:
-    from .results import write_text_atomic
+    """``plan.json``: the expanded plan, streamed run by run (temp file, then rename). The seeds
+    of one scenario share one document object, encoded once: no deep copy per run, memory flat
+    in the number of runs (a 20,000-run plan is one scenario document per scenario × grid value)."""
+    from dataclasses import fields
 
-    doc = {"ratelab_version": __version__, "plan": plan_source, "runs": [s.to_dict() for s in specs]}
-    write_text_atomic(root / "plan.json", json.dumps(doc, default=str) + "\n")
+    names = [f.name for f in fields(RunSpec) if f.name != "scenario_doc"]
+    encoded: dict[int, str] = {}
+    path = root / "plan.json"
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"ratelab_version": __version__, "plan": plan_source})[:-1] + ', "runs": [')
+        for i, s in enumerate(specs):
+            doc = encoded.get(id(s.scenario_doc))
+            if doc is None:
+                doc = encoded[id(s.scenario_doc)] = json.dumps(s.scenario_doc, default=str)
+            head = json.dumps({n: getattr(s, n) for n in names}, default=str)
+            fh.write(("" if i == 0 else ", ") + head[:-1] + ', "scenario_doc": ' + doc + "}")
+        fh.write("]}\n")
+    os.replace(tmp, path)
 
 
 def read_plan(root: Path) -> list[RunSpec]:

@@ -209,3 +209,23 @@ def test_a_resumed_sweep_updates_the_summary_to_equal_a_full_rebuild(tmp_path, c
         assert (res.done, res.skipped) == (ran, seeds - ran)
     _equals_full_rebuild(root, tmp_path)
     assert sorted(set(pq.read_table(root / "summary.parquet").column("seed").to_pylist())) == list(range(1, 7))
+
+
+def test_plan_json_encodes_each_scenario_document_once(tmp_path, monkeypatch):
+    """write_plan streams the runs and encodes a document shared by many runs (the seeds of a
+    scenario) once: work and memory per run do not include a copy of the scenario."""
+    import json
+
+    import ratelab.store as store
+    from ratelab.campaign import expand_plan, load_plan
+
+    p = load_plan("p", data={"name": "p", "controllers": ["gcc"], "scenarios": ["rmcat-5.1", "rmcat-5.2"], "seeds": 40})
+    specs = expand_plan(p, known_controllers=["gcc"])
+    encoded = []
+    real = json.dumps
+    monkeypatch.setattr(store.json, "dumps", lambda obj, **kw: (encoded.append(obj) if isinstance(obj, dict) and "flows" in obj else None) or real(obj, **kw))
+    store.write_plan(tmp_path, "p", specs)
+    monkeypatch.setattr(store.json, "dumps", real)
+    assert len(specs) == 80 and len(encoded) == 2
+    assert [s.to_dict() for s in store.read_plan(tmp_path)] == [s.to_dict() for s in specs]
+    assert not list(tmp_path.glob("*.part"))
