@@ -10,6 +10,12 @@ summary rebuild), the sum over runs of the simulation's own wall and CPU time (t
 worker time (scenario build, simulation, Parquet writing, commit) and the ratios. With W workers
 the ideal wall time is sum(sim wall) / W; on a shared host compare the CPU columns too and read
 the load average printed with them.
+
+    python tools/campaign_overhead.py rmcat --serial-every 10
+
+runs every 10th run of the plan one after the other in this process instead and prints their
+total CPU time and their simulations' CPU time (a per-run overhead figure that does not depend on
+the load; works on older versions too, which report no simulation CPU: then compare totals).
 """
 
 from __future__ import annotations
@@ -25,7 +31,10 @@ def main() -> None:
     ap.add_argument("plan")
     ap.add_argument("-j", "--workers", type=int, default=2)
     ap.add_argument("--out", default="/tmp/ratelab-overhead")
+    ap.add_argument("--serial-every", type=int, default=0, metavar="K")
     a = ap.parse_args()
+    if a.serial_every:
+        return serial(a.plan, a.serial_every, Path(a.out))
 
     load0 = open("/proc/loadavg").read().split()[:3]
     t_start = time.perf_counter()
@@ -64,6 +73,26 @@ def main() -> None:
           f" CPU ratio (run CPU + driver CPU) / sim CPU = {(run_cpu + driver_cpu) / sim_cpu:.2f}")
     print(f"whole sweep CPU  {total_cpu:8.1f} s   (driver + {len(workers_cpu)} worker processes from their start)"
           f"   CPU ratio {total_cpu / sim_cpu:.2f}")
+
+
+def serial(plan_name: str, every: int, out: Path) -> None:
+    from ratelab.campaign import load_plan
+    from ratelab.store import execute_run
+    from ratelab.sweep import plan_specs
+
+    specs = plan_specs(load_plan(plan_name))[::every]
+    root = out / "serial"
+    shutil.rmtree(root, ignore_errors=True)
+    (root / ".tmp").mkdir(parents=True)
+    execute_run(specs[0], root)  # imports and first-use costs out of the figure
+    c0 = time.process_time()
+    sim = 0.0
+    for s in specs[1:]:
+        sim += execute_run(s, root).get("sim_cpu_s", 0.0)
+    total = time.process_time() - c0
+    n = len(specs) - 1
+    print(f"{n} runs in one process: CPU {total:.2f} s, simulation CPU {sim:.2f} s, "
+          f"beyond the simulation {1000 * (total - sim) / n:.1f} ms per run; load {open('/proc/loadavg').read().split()[0]}")
 
 
 if __name__ == "__main__":
