@@ -195,18 +195,27 @@ def test_campaign_runs_in_long_chunks_give_the_same_results(tmp_path, core):
 
 
 def test_a_resumed_sweep_updates_the_summary_to_equal_a_full_rebuild(tmp_path, core):
-    """Real sweeps through the process pool: 4 seeds, then the plan grown to 6 (a resume): the
-    second sweep runs 2 and the summary it leaves equals one rebuilt from every run file."""
-    from ratelab.campaign import load_plan
+    """Real sweeps through the process pool: 4 seeds; then seed 5 finished by a sweep that was
+    killed before it updated the summary; then the plan grown to 6 seeds (a resume): the last
+    sweep runs only seed 6, and the summary it leaves holds all 6 runs once and equals one
+    rebuilt from every run file."""
+    from ratelab.campaign import expand_plan, load_plan
+    from ratelab.store import execute_run
     from ratelab.sweep import run_sweep
 
     (tmp_path / "tiny.toml").write_text(TINY.replace("duration_s = 3", "duration_s = 2"))
     root = tmp_path / "out" / "grow"
-    for seeds, ran in ((4, 4), (6, 2)):
-        plan = load_plan("grow", data={"name": "grow", "controllers": ["gcc"], "seeds": seeds,
+
+    def plan(seeds):
+        return load_plan("grow", data={"name": "grow", "controllers": ["gcc"], "seeds": seeds,
                                        "scenarios": [str(tmp_path / "tiny.toml")]})
-        res = run_sweep(plan, root, workers=2)
-        assert (res.done, res.skipped) == (ran, seeds - ran)
+
+    res = run_sweep(plan(4), root, workers=2)
+    assert (res.done, res.skipped) == (4, 0)
+    killed = expand_plan(plan(6), known_controllers=["gcc"])[4]
+    assert killed.seed == 5 and execute_run(killed, root)["status"] == "done"
+    res = run_sweep(plan(6), root, workers=2)
+    assert (res.done, res.skipped) == (1, 5)
     _equals_full_rebuild(root, tmp_path)
     assert sorted(set(pq.read_table(root / "summary.parquet").column("seed").to_pylist())) == list(range(1, 7))
 
