@@ -298,8 +298,9 @@ def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out:
 
 @cli.command()
 @click.argument("plan", required=False)
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Parent folder of the campaign folder.  [default: the plan's `out`, else results]")
+@click.option("--out", default=None, metavar="DIR|URI",
+              help="Parent folder of the campaign folder, or a pyarrow.fs URI (s3://bucket/prefix, gs://..., "
+                   "file:///...).  [default: the plan's `out`, else results]")
 @click.option("--dry-run", is_flag=True, help="Print the number of runs (and how many are done) without running.")
 @click.option("--status", "show_status", is_flag=True, help="Show done / failed / pending runs of the campaign.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -310,12 +311,12 @@ def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out:
                    "shared: tasks write into --out themselves (every node must mount it at the same path).")
 @click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]")
 @click.option("-q", "--quiet", is_flag=True, help="No line per finished run.")
-def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, engine: str, address: str | None,
+def sweep(plan: str | None, out: str | None, dry_run: bool, show_status: bool, engine: str, address: str | None,
           ray_files: str, workers: int | None, quiet: bool) -> int:
     """Run a campaign PLAN (a plan TOML file or a built-in plan such as `rmcat`): every controller ×
     scenario × parameter value × seed, one hive-style Parquet folder per run. Rerunning resumes."""
     from .campaign import builtin_plans, load_plan
-    from .sweep import campaign_root, campaign_status, plan_specs, run_sweep
+    from .sweep import campaign_root, campaign_status, local_root, plan_specs, run_sweep
 
     if plan is None:
         raise click.UsageError(f"missing PLAN (a plan file or one of: {', '.join(builtin_plans())})")
@@ -334,7 +335,7 @@ def sweep(plan: str | None, out: Path | None, dry_run: bool, show_status: bool, 
         from .store import failures
 
         failed = set(st["failed"])
-        for f in failures(root):
+        for f in failures(local_root(root)):
             if f.get("run_id") in failed:
                 click.echo(f"failed  {f['run_id']}: {f.get('error', '')}")
         return 0
@@ -452,21 +453,20 @@ def _validate_specs(specs) -> None:
 @cli.command()
 @click.argument("campaign")
 @click.argument("sql")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
-              help="Parent folder where CAMPAIGN is looked up (unless CAMPAIGN is a folder itself).")
+@click.option("--out", default="results", show_default=True, metavar="DIR|URI",
+              help="Parent folder (or pyarrow.fs URI) where CAMPAIGN is looked up (unless CAMPAIGN is a folder or URI itself).")
 @click.option("--format", "fmt_", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-def query(campaign: str, sql: str, out: Path, fmt_: str) -> None:
+def query(campaign: str, sql: str, out: str, fmt_: str) -> None:
     """Run SQL (DuckDB) over a campaign's Parquet files: views flows, runs, series, packets, failures."""
+    from .remote import find_campaign
     from .store import connect
 
-    root = Path(campaign)
-    if not (root.is_dir() and (root / "plan.json").is_file()):
-        root = out / campaign
-    if not root.is_dir():
-        raise InputError(campaign, "", f"no campaign folder (looked for {campaign} and {out / campaign})")
+    root = find_campaign(campaign, out)
     import duckdb
 
-    con = connect(root)
+    from .summary import views_named
+
+    con = connect(root, views_named(sql))  # series/packets views only when the SQL names them
     try:
         rel = con.execute(sql)
         cols = [d[0] for d in rel.description] if rel.description else []
@@ -501,8 +501,8 @@ def query(campaign: str, sql: str, out: Path, fmt_: str) -> None:
 
 @cli.command()
 @click.argument("campaign")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
-              help="Parent folder where CAMPAIGN is looked up (unless CAMPAIGN is a folder itself).")
+@click.option("--out", default="results", show_default=True, metavar="DIR|URI",
+              help="Parent folder (or pyarrow.fs URI) where CAMPAIGN is looked up (unless CAMPAIGN is a folder or URI itself).")
 @click.option("--split", "splits", type=click.Choice(["all", "train", "test"]), multiple=True,
               help="Traces to average over (traces/split.csv); repeat for several tables.  [default: all, train, test]")
 @click.option("--reference", default="oracle", show_default=True, help="Controller whose p95 the others are compared to.")
@@ -513,7 +513,7 @@ def query(campaign: str, sql: str, out: Path, fmt_: str) -> None:
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the campaign's HTML page (the leaderboard page: this summary against the oracle, "
                    "Pareto plots, CDFs, ranking, per-trace panels) to this file.")
-def tradeoff(campaign: str, out: Path, splits: tuple[str, ...], reference: str, fmt_: str, per_run: bool,
+def tradeoff(campaign: str, out: str, splits: tuple[str, ...], reference: str, fmt_: str, per_run: bool,
              plot_path: Path | None, report_path: Path | None) -> None:
     """Utilization of min(capacity, media max) and p95 queuing delay per controller of a trace
     campaign (e.g. `ratelab sweep real`), as means over traces and seeds, against the oracle."""
@@ -522,11 +522,11 @@ def tradeoff(campaign: str, out: Path, splits: tuple[str, ...], reference: str, 
     from .results import _strict
     from .tradeoff import markdown, plot, run_rows, summarize
 
-    root = Path(campaign)
-    if not (root.is_dir() and (root / "plan.json").is_file()):
-        root = out / campaign
+    from .remote import find_campaign
+
+    root = find_campaign(campaign, out)
     if not (root / "plan.json").is_file():
-        raise InputError(campaign, "", f"no campaign folder (looked for {campaign} and {out / campaign})")
+        raise InputError(campaign, "", f"no plan.json in the campaign folder {root}")
     if plot_path is not None and plot_path.suffix.lower() != ".png":
         raise InputError("--plot", str(plot_path), "the plot is written as PNG: give a file name ending in .png")
     if report_path is not None and report_path.suffix.lower() not in (".html", ".htm"):

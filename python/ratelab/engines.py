@@ -59,7 +59,8 @@ def run_local(specs: Sequence[RunSpec], root: Path, workers: int | None = None) 
             while todo and len(running) < 2 * workers:
                 s = todo.pop()
                 try:
-                    running[pool.submit(execute_run, s.to_dict(), str(root), base)] = s
+                    # The RunSpec itself is pickled: cheaper than to_dict()'s deep copy of the scenario.
+                    running[pool.submit(execute_run, s, str(root), base)] = s
                 except BrokenProcessPool:  # a worker died earlier: the rest waits for the next sweep
                     for lost in [s, *todo[::-1]]:
                         yield {"run_id": lost.run_id, "status": "lost", "error": "a worker process died"}

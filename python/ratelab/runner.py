@@ -45,6 +45,8 @@ class RunResult:
     #: The reverse bottleneck's summary (same keys as ``link``), or None for a one-way scenario
     #: (RFC 8867 5.3: a scenario with a ``[reverse_link]``).
     reverse_link: dict[str, Any] | None = None
+    #: CPU seconds of the simulation calls alone (as ``wall_seconds``; campaign overhead figures).
+    cpu_seconds: float = 0.0
 
     @classmethod
     def from_summary(cls, summary: dict[str, Any], *, name: str, controller: str, wall: float, duration: float,
@@ -107,6 +109,18 @@ class Interrupted(Exception):
         self.result = result
 
 
+def _join_chunks(chunks: list[dict[str, Any]]):
+    """One Arrow table from column chunks: numpy columns are concatenated first (same values and
+    types as a table per chunk, at a fraction of the cost); anything else goes through Arrow."""
+    import numpy as np
+    import pyarrow as pa
+
+    keys = list(chunks[0])
+    if all(list(c) == keys and all(isinstance(v, np.ndarray) for v in c.values()) for c in chunks):
+        return pa.table({k: chunks[0][k] if len(chunks) == 1 else np.concatenate([c[k] for c in chunks]) for k in keys})
+    return pa.concat_tables([pa.table(c) for c in chunks])
+
+
 class ParquetSink:
     """Appends column batches to a Parquet file, written under a temporary name until commit."""
 
@@ -122,28 +136,29 @@ class ParquetSink:
         self._committed = False
 
     def write(self, columns: dict[str, Any]) -> None:
-        import pyarrow as pa
-
         self._last = columns
         n = len(next(iter(columns.values()), ()))
         if n == 0:
             return
-        self._batches.append(pa.table(columns))
+        # The chunks are kept as given and joined once per row group (_flush): one Arrow table
+        # per flush instead of one per simulated chunk (a campaign run has dozens of chunks).
+        self._batches.append(columns)
         self._rows += n
         if self._rows >= FLUSH_ROWS:
             self._flush()
 
     def _flush(self) -> None:
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         if not self._batches:
             return
-        table = pa.concat_tables(self._batches)
+        table = _join_chunks(self._batches)
         if self.metadata:
             table = table.replace_schema_metadata({**(table.schema.metadata or {}), **self.metadata})
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.tmp, table.schema, compression="zstd")
+            # No dictionary pages: the columns are floats and counters that rarely repeat; dictionary
+            # encoding made series files larger and their writing ~1.8x slower (docs/scale.md).
+            self._writer = pq.ParquetWriter(self.tmp, table.schema, compression="zstd", use_dictionary=False)
         self._writer.write_table(table)
         self._batches, self._rows = [], 0
 
@@ -256,11 +271,13 @@ def check_controllers(names: Iterable[str]) -> None:
 
 
 def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: str, seed: int,
-             run_dir: Path | None, on_progress: ProgressFn, metadata: dict[str, str] | None = None) -> RunResult:
+             run_dir: Path | None, on_progress: ProgressFn, metadata: dict[str, str] | None = None,
+             chunk_s: float | None = None) -> RunResult:
     mod = core()
     desc = f"{sc.name} · {label}"
     sinks: dict[str, ParquetSink] = {}
     wall = 0.0
+    cpu = 0.0
     try:
         # Inside the try: a Ctrl-C right after mkdir must not leave an empty run folder.
         if run_dir is not None:
@@ -268,7 +285,7 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
             sinks["series"] = ParquetSink(run_dir / "series.parquet", metadata)
             if sc.data.get("metrics", {}).get("packet_log", True):
                 sinks["packets"] = ParquetSink(run_dir / "packets.parquet", metadata)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             sim = mod.Simulation(doc, seed=seed, controller=controller)
         except core_errors() as exc:
@@ -277,10 +294,11 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
         done = False
         while not done:
             before = float(sim.now_s)
-            done = bool(sim.run(min(before + CHUNK_S, duration)))
+            done = bool(sim.run(min(before + (chunk_s or CHUNK_S), duration)))
             packets, series = sim.take_packets(), sim.take_series()
             now = float(sim.now_s)
             wall += time.perf_counter() - t0
+            cpu += time.process_time() - c0
             if not done and now <= before:
                 raise RuntimeError(f"simulator made no progress at t={now} s")
             if "packets" in sinks:
@@ -288,9 +306,10 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
             if "series" in sinks:
                 sinks["series"].write(series)
             on_progress(desc, now - before)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
         summary = sim.summary()
         wall += time.perf_counter() - t0
+        cpu += time.process_time() - c0
         for s in sinks.values():
             s.commit()
     except BaseException:
@@ -300,8 +319,10 @@ def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: s
             with contextlib.suppress(OSError):
                 run_dir.rmdir()  # only if empty: leave no trace of a run that did not finish
         raise
-    return RunResult.from_summary(summary, name=name, controller=controller or label, wall=wall, duration=duration,
-                                  dir=run_dir)
+    result = RunResult.from_summary(summary, name=name, controller=controller or label, wall=wall, duration=duration,
+                                    dir=run_dir)
+    result.cpu_seconds = cpu
+    return result
 
 
 def folder_name(name: str) -> str:

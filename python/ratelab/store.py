@@ -40,6 +40,10 @@ if TYPE_CHECKING:  # the runner (and the native core) load only when a run execu
 DONE_FILE = "flows.parquet"
 ERROR_FILE = "error.json"
 TMP_DIR = ".tmp"
+#: Simulated seconds per call into the simulator for a campaign run without packet log: no
+#: progress bar to advance, so fewer round trips (results do not depend on the chunking); the
+#: series buffered per chunk stay small (a few thousand rows).
+CAMPAIGN_CHUNK_S = 60.0
 #: Flow-summary keys renamed in flows.parquet (``controller`` is the run's hive column).
 _RENAMED = {"controller": "flow_controller"}
 
@@ -109,15 +113,17 @@ def execute_run(spec: RunSpec | dict[str, Any], root: str | Path, base_dir: str 
     final = root / spec.run_id
     if (final / DONE_FILE).is_file():
         return {"run_id": spec.run_id, "status": "skipped"}
-    tmp_base = root / TMP_DIR
-    tmp_base.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="run-", dir=tmp_base))
+    # The run is written straight into a fresh folder under .tmp/ and that folder is renamed
+    # into place: no nested temp folder to create and remove per run.
+    folder = root / TMP_DIR / f"run-{uuid.uuid4().hex}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
     try:
-        folder, summary = produce_run(spec, work, base_dir)
+        summary = produce_run(spec, folder, base_dir)
         commit_dir(folder, final, root)
         return summary
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if folder.exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def execute_run_packed(spec: RunSpec | dict[str, Any], base_dir: str | None = None) -> dict[str, Any]:
@@ -131,7 +137,8 @@ def execute_run_packed(spec: RunSpec | dict[str, Any], base_dir: str | None = No
         spec = RunSpec.from_dict(spec)
     work = Path(tempfile.mkdtemp(prefix="ratelab-run-"))
     try:
-        folder, summary = produce_run(spec, work, base_dir)
+        folder = work / "run"
+        summary = produce_run(spec, folder, base_dir)
         summary["files"] = {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
         return summary
     finally:
@@ -160,25 +167,28 @@ def commit_packed(root: Path, run_id: str, files: dict[str, bytes]) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def produce_run(spec: RunSpec, work: Path, base_dir: str | None = None) -> tuple[Path, dict[str, Any]]:
-    """Simulate one run into ``work/run`` (or record its failure in ``work/failed/error.json``);
-    returns the finished folder and the run's small summary dict."""
+def produce_run(spec: RunSpec, folder: Path, base_dir: str | None = None) -> dict[str, Any]:
+    """Simulate one run into ``folder`` (created; its parent must exist), or record its failure
+    there as ``error.json`` alone; returns the run's small summary dict."""
     if base_dir is not None:
         os.environ["RATELAB_BASE_DIR"] = base_dir
     t0 = time.perf_counter()
+    c0 = time.process_time()
     try:
-        result = _simulate(spec, work / "run")
+        result = _simulate(spec, folder)
     except Exception as exc:  # noqa: BLE001 - a failing run is recorded, the campaign goes on
         err = _error_record(spec, exc, time.perf_counter() - t0)
-        errdir = work / "failed"
-        errdir.mkdir()
-        (errdir / ERROR_FILE).write_text(json.dumps(err, indent=2) + "\n", encoding="utf-8")
-        return errdir, {"run_id": spec.run_id, "status": "failed", "error": err["error"], "wall_s": err["wall_s"]}
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        (folder / ERROR_FILE).write_text(json.dumps(err, indent=2) + "\n", encoding="utf-8")
+        return {"run_id": spec.run_id, "status": "failed", "error": err["error"], "wall_s": err["wall_s"]}
     media = [f for f in result.flows if f.get("kind") == "media"]
-    return work / "run", {"run_id": spec.run_id, "status": "done", "wall_s": time.perf_counter() - t0,
-                          "sim_wall_s": result.wall_seconds, "sim_speed": result.sim_speed,
-                          "utilization": result.link.get("utilization"),
-                          "owd_ms_p95": max((f.get("owd_ms_p95") or 0.0 for f in media), default=None)}
+    return {"run_id": spec.run_id, "status": "done", "wall_s": time.perf_counter() - t0,
+            "cpu_s": time.process_time() - c0, "sim_wall_s": result.wall_seconds, "sim_cpu_s": result.cpu_seconds,
+            # the worker's CPU since it started: tools/campaign_overhead.py sums the last per pid
+            "pid": os.getpid(), "proc_cpu_s": time.process_time(),
+            "sim_speed": result.sim_speed, "utilization": result.link.get("utilization"),
+            "owd_ms_p95": max((f.get("owd_ms_p95") or 0.0 for f in media), default=None)}
 
 
 def _simulate(spec: RunSpec, run_dir: Path):
@@ -193,11 +203,12 @@ def _simulate(spec: RunSpec, run_dir: Path):
         doc["metrics"] = {**doc.get("metrics", {}), "packet_log": False}
     sc = Scenario(doc, spec.scenario)
     meta = provenance(spec)
-    result = _run_one(sc, sc.to_json(), None, spec.controller_name, spec.controller, spec.seed, run_dir, _no_progress, meta)
+    result = _run_one(sc, sc.to_json(), None, spec.controller_name, spec.controller, spec.seed, run_dir, _no_progress, meta,
+                      chunk_s=None if spec.packets else CAMPAIGN_CHUNK_S)
     rows = flow_rows(spec, result)
     table = pa.Table.from_pylist(rows).replace_schema_metadata(meta)
     tmp = run_dir / (DONE_FILE + ".part")
-    pq.write_table(table, tmp, compression="zstd")
+    pq.write_table(table, tmp, compression="zstd", use_dictionary=False)
     os.replace(tmp, run_dir / DONE_FILE)
     return result
 
@@ -303,10 +314,25 @@ def campaign_lock(root: Path) -> Iterator[None]:
 
 
 def write_plan(root: Path, plan_source: str, specs: list[RunSpec]) -> None:
-    from .results import write_text_atomic
+    """``plan.json``: the expanded plan, streamed run by run (temp file, then rename). The seeds
+    of one scenario share one document object, encoded once: no deep copy per run, memory flat
+    in the number of runs (a 20,000-run plan is one scenario document per scenario × grid value)."""
+    from dataclasses import fields
 
-    doc = {"ratelab_version": __version__, "plan": plan_source, "runs": [s.to_dict() for s in specs]}
-    write_text_atomic(root / "plan.json", json.dumps(doc, default=str) + "\n")
+    names = [f.name for f in fields(RunSpec) if f.name != "scenario_doc"]
+    encoded: dict[int, str] = {}
+    path = root / "plan.json"
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"ratelab_version": __version__, "plan": plan_source})[:-1] + ', "runs": [')
+        for i, s in enumerate(specs):
+            doc = encoded.get(id(s.scenario_doc))
+            if doc is None:
+                doc = encoded[id(s.scenario_doc)] = json.dumps(s.scenario_doc, default=str)
+            head = json.dumps({n: getattr(s, n) for n in names}, default=str)
+            fh.write(("" if i == 0 else ", ") + head[:-1] + ', "scenario_doc": ' + doc + "}")
+        fh.write("]}\n")
+    os.replace(tmp, path)
 
 
 def read_plan(root: Path) -> list[RunSpec]:
@@ -343,60 +369,18 @@ RUN_COLUMNS = ["controller_name", "scenario_name", "link_utilization", "link_jai
                "reverse_link_control_kbps_mean", "duration_s", "wall_seconds", "sim_speed"]
 
 
-def connect(root: Path):
-    """A DuckDB connection with views over the campaign's files: ``flows`` (one row per flow of
-    every finished run, with hive columns controller/scenario/seed), ``runs`` (one row per run),
-    ``series``, ``packets`` (when logged) and ``failures``.
+def connect(root: Path, views=None):
+    """DuckDB views over the campaign (see :func:`ratelab.summary.connect`)."""
+    from .summary import connect as _connect
 
-    The run files may come from different ratelab versions and from one-way and two-way
-    scenarios: they are read by column name, ``direction`` is ``forward`` for runs that predate
-    it, and the :data:`OPTIONAL_FLOW_COLUMNS` exist (NULL) even where no run wrote them."""
-    import duckdb
-
-    con = duckdb.connect()
-    root = Path(root)
-    opts = "hive_partitioning = true, union_by_name = true"
-    for view, name in (("series", "series.parquet"), ("packets", "packets.parquet")):
-        if has_files(root, name):
-            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet({_sql_str(_glob(root, name))}, {opts})")
-    if has_files(root, DONE_FILE):
-        raw = f"read_parquet({_sql_str(_glob(root, DONE_FILE))}, {opts})"
-        have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {raw}").fetchall()}
-        replace = " REPLACE (coalesce(direction, 'forward') AS direction)" if "direction" in have else ""
-        extra = [] if "direction" in have else ["'forward' AS direction"]
-        extra += [f"CAST(NULL AS {t}) AS {c}" for c, t in OPTIONAL_FLOW_COLUMNS.items() if c not in have]
-        con.execute(f"CREATE VIEW flows AS SELECT *{replace}{''.join(', ' + e for e in extra)} FROM {raw}")
-        cols = ", ".join(f"any_value({c}) AS {c}" for c in RUN_COLUMNS)
-        con.execute(f"""
-            CREATE VIEW runs AS
-            SELECT controller, scenario, seed, {cols}, count(*) AS flows,
-                   count(*) FILTER (WHERE direction = 'reverse') AS reverse_flows
-            FROM flows GROUP BY controller, scenario, seed""")
-    fails = failures(root)
-    if fails:
-        con.execute("CREATE TABLE failures (run_id VARCHAR, error VARCHAR, type VARCHAR, time VARCHAR)")
-        con.executemany("INSERT INTO failures VALUES (?, ?, ?, ?)", [(f.get("run_id"), f.get("error"), f.get("type"), f.get("time")) for f in fails])
-    return con
+    return _connect(root, views)
 
 
-def rebuild_summary(root: Path) -> Path | None:
-    """Rewrite ``summary.parquet`` from the runs' flows.parquet files (atomically)."""
-    root = Path(root)
-    target = root / "summary.parquet"
-    if not has_files(root, DONE_FILE):
-        with contextlib.suppress(FileNotFoundError):
-            target.unlink()
-        return None
-    con = connect(root)
-    tmp = root / f".summary-{uuid.uuid4().hex}.parquet.part"
-    try:
-        con.execute(f"COPY (SELECT * FROM flows ORDER BY controller, scenario, seed, id) TO {_sql_str(str(tmp))} (FORMAT parquet, COMPRESSION zstd)")
-        os.replace(tmp, target)
-    finally:
-        con.close()
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    return target
+def rebuild_summary(root: Path, *, full: bool = False) -> Path | None:
+    """Bring ``summary.parquet`` up to date (incrementally; see :mod:`ratelab.summary`)."""
+    from .summary import rebuild_summary as _rebuild
+
+    return _rebuild(root, full=full)
 
 
 def _sql_str(s: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .campaign import Plan, RunSpec, expand_plan
+from .remote import RemoteRoot, sync, upload_file, upload_run
 from .store import campaign_lock, git_commit, rebuild_summary, run_state, status, write_plan
 
 #: Called with each finished run's summary dict and the counts so far.
@@ -37,17 +38,23 @@ class SweepResult:
         return self.executed / self.wall_s if self.wall_s > 0 else float("nan")
 
 
-def campaign_root(plan: Plan, out: str | Path | None) -> Path:
-    """``<out>/<plan name>``; ``out`` defaults to the plan's ``out`` key, else ``results``."""
-    base = Path(out) if out is not None else Path(str(plan.data.get("out", "results")))
-    return (base / plan.name).resolve()
+def campaign_root(plan: Plan, out: str | Path | None) -> "Path | RemoteRoot":
+    """``<out>/<plan name>``; ``out`` defaults to the plan's ``out`` key, else ``results``. A
+    ``scheme://`` URI (``s3://bucket/prefix``, ``gs://…``, ``file:///…``) gives a
+    :class:`ratelab.remote.RemoteRoot` (files written through ``pyarrow.fs``)."""
+    from .remote import is_uri, remote_root
+
+    base = out if out is not None else str(plan.data.get("out", "results"))
+    if is_uri(base):
+        return remote_root(str(base), plan.name)
+    return (Path(base) / plan.name).resolve()
 
 
 def plan_specs(plan: Plan) -> list[RunSpec]:
     return expand_plan(plan, git_commit=git_commit())
 
 
-def run_sweep(plan: Plan, root: Path, *, engine: str = "local", workers: int | None = None,
+def run_sweep(plan: Plan, root: "Path | RemoteRoot", *, engine: str = "local", workers: int | None = None,
               address: str | None = None, ray_files: str = "object-store", on_run: ReportFn | None = None,
               specs: list[RunSpec] | None = None) -> SweepResult:
     """Execute every run of ``plan`` that has not finished yet (failed runs are retried)."""
@@ -55,9 +62,17 @@ def run_sweep(plan: Plan, root: Path, *, engine: str = "local", workers: int | N
 
     specs = plan_specs(plan) if specs is None else specs
     res = SweepResult(root, len(specs))
+    remote = root if isinstance(root, RemoteRoot) else None
+    if remote is not None:
+        root = remote.cache  # runs are simulated into the local mirror, then uploaded one by one
     with campaign_lock(root):
         write_plan(root, plan.source, specs)
-        todo = [s for s in specs if run_state(root, s.run_id) != "done"]
+        if remote is not None:
+            states = sync(remote)
+            upload_file(remote, root / "plan.json", "plan.json")
+            todo = [s for s in specs if states.get(s.run_id) != "done"]
+        else:
+            todo = [s for s in specs if run_state(root, s.run_id) != "done"]
         res.skipped = len(specs) - len(todo)
         t0 = time.perf_counter()
         try:
@@ -65,6 +80,8 @@ def run_sweep(plan: Plan, root: Path, *, engine: str = "local", workers: int | N
                 it = run_ray(todo, root, address, workers, ray_files) if engine == "ray" else run_local(todo, root, workers)
                 for summary in it:
                     st = summary.get("status")
+                    if remote is not None and st in ("done", "failed"):
+                        upload_run(remote, summary["run_id"])
                     if st == "done":
                         res.done += 1
                     elif st == "failed":
@@ -79,9 +96,24 @@ def run_sweep(plan: Plan, root: Path, *, engine: str = "local", workers: int | N
                         on_run(summary, res)
         finally:
             res.wall_s = time.perf_counter() - t0
-            rebuild_summary(root)
+            summary_path = rebuild_summary(root)
+            if remote is not None and summary_path is not None:
+                upload_file(remote, summary_path, "summary.parquet")
     return res
 
 
-def campaign_status(root: Path, specs: list[RunSpec]) -> dict[str, list[str]]:
+def campaign_status(root: "Path | RemoteRoot", specs: list[RunSpec]) -> dict[str, list[str]]:
+    """done / failed / pending run ids; for a store behind a URI, from one listing of it (the
+    local mirror is brought up to date on the way, for ``failures`` and queries)."""
+    if isinstance(root, RemoteRoot):
+        states = sync(root)
+        out: dict[str, list[str]] = {"done": [], "failed": [], "pending": []}
+        for s in specs:
+            out[states.get(s.run_id, "pending")].append(s.run_id)
+        return out
     return status(root, specs)
+
+
+def local_root(root: "Path | RemoteRoot") -> Path:
+    """The folder holding the campaign's files on this machine (a URI campaign's mirror)."""
+    return root.cache if isinstance(root, RemoteRoot) else root
