@@ -114,3 +114,25 @@ fn cross_fast_adapt_delay_spike_under_two_seconds() {
     assert!(spike <= 2.0, "delay spike {spike} s");
     assert!(high > 8000.0, "after the capacity returns: {high}");
 }
+
+/// RFC 8867 5.6 with the competitive mode switched on (`compete = true`; off by default because
+/// it costs delay on the shipped real traces, docs/controllers/ratelab-cc.md): the media flow
+/// must get at least twice GCC's share against NewReno (GCC: ~303 kbit/s, seed 1) without
+/// starving TCP.
+#[test]
+fn rmcat_5_6_competitive_mode_holds_its_own_against_newreno() {
+    let mut media = rmcat_media(5.0, 50.0);
+    media["params"] = serde_json::json!({"compete": true, "compete_probe_s": 5.0, "compete_follow": 0.7});
+    let sc = scenario(serde_json::json!({
+        "name": "rmcat-5.6", "duration_s": 120, "link": {"capacity_kbps": 2000, "queue": {"ms": 300}},
+        "flows": [media, {"kind": "tcp", "label": "tcp", "one_way_delay_ms": 50, "tcp": {"cc": "newreno", "mss_bytes": 1000}}],
+        "metrics": {"packet_log": false}
+    }));
+    let mut sim = build_simulation(&sc, 1, None).unwrap();
+    sim.run_to_end();
+    let s = sim.summary();
+    let (m, t) = (s.flows[0].throughput_kbps, s.flows[1].throughput_kbps);
+    println!("5.6 media {m:.0} kbit/s, tcp {t:.0} kbit/s");
+    assert!(m >= 2.0 * 303.0, "media {m:.0} kbit/s");
+    assert!(t >= 0.25 * 2000.0, "tcp starved: {t:.0} kbit/s");
+}

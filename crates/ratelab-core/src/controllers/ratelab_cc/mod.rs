@@ -30,10 +30,19 @@
 //!   response), not a slow multiplicative walk.
 //!
 //! Loss is not a congestion signal here (a drop-tail queue announces itself by delay first;
-//! random loss of a lossy radio link must not cut the rate). An optional **competitive mode**
-//! (`compete`, off by default: it did not help against NewReno, see
-//! docs/controllers/ratelab-cc.md) switches to loss-driven AIMD while the queue has not fallen
-//! below `compete_floor_ms` for `compete_window_s` and the buffer overflowed in that window.
+//! random loss of a lossy radio link must not cut the rate), except in the **competitive mode**
+//! (`compete`), the answer to a loss-based flow (NewReno, RFC 8867 5.6) that holds the shared
+//! queue. It is entered when *draining does not shrink the queue*: the drain rule has been active
+//! for `compete_window_s` and yet the queue rose by `compete_rise_ms` while the delivery rate held
+//! (a fading link loses delivery rate, a shared one does not). The base delay is not used (the
+//! loss-based flow may hold the queue since before this flow started). In the mode the rate
+//! follows loss as the other flow does (AIMD) for `compete_hold_s`, renewed while the queue shows
+//! the other flow's sawtooth (a drop of `compete_renew_drop_ms` within a second that was not this
+//! flow's own cut). The mode starts **on probation** (the [`probe`] module): its additive growth
+//! is a probe of whether the delivery rate follows the send rate. On a shared FIFO it does
+//! (each flow's share of the capacity is proportional to its arrival rate); on a link this flow
+//! saturates alone (at its minimum rate, the queue rising because the capacity is barely above
+//! it) it does not, and the mode is left and barred for `compete_bar_s`.
 
 use crate::controller::{Constraints, Controller, Diagnostics, TransportFeedback, Update};
 use crate::controllers::common::{RateMeter, WindowedFilter};
@@ -41,8 +50,11 @@ use crate::error::ConfigError;
 use crate::units::{Bitrate, Duration, Time};
 use serde::{Deserialize, Serialize};
 
+mod probe;
 #[cfg(test)]
 mod tests;
+
+use probe::Probe;
 
 /// Parameters (chosen on the training traces of `traces/split.csv`; see
 /// docs/controllers/ratelab-cc.md for the sweep).
@@ -76,17 +88,31 @@ pub struct RatelabCcConfig {
     pub rate_window_ms: f64,
     /// Window of the base (minimum) one-way delay, s.
     pub base_window_s: f64,
-    /// Competitive mode on/off (against loss-based cross traffic).
+    /// Competitive mode on/off (against loss-based cross traffic; module doc).
     pub compete: bool,
-    /// Window of the queue-floor filter of the competitive mode, s.
+    /// The drain rule must have been active this long, with the queue still rising, s.
     pub compete_window_s: f64,
-    /// Floor above which the queue counts as someone else's, ms.
-    pub compete_floor_ms: f64,
+    /// ... by at least this much over the window, ms.
+    pub compete_rise_ms: f64,
+    /// ... while the delivery rate held at least this fraction of its value at the window's start.
+    pub compete_rate_hold: f64,
+    /// How long the competitive mode lasts once entered or renewed, s.
+    pub compete_hold_s: f64,
+    /// A queue drop of this much within one second, not caused by this flow's own loss cut,
+    /// renews the mode (the loss-based flow's sawtooth), ms.
+    pub compete_renew_drop_ms: f64,
     /// In competitive mode the rate follows loss as the TCP flow does (AIMD): `× compete_beta`
     /// on a feedback that reports a loss (at most once per `compete_cut_interval_ms`), else
-    /// `+ additive_kbps_per_s`. Delay no longer cuts the rate (the queue is the other flow's).
+    /// `+ compete_additive_kbps_per_s`. Delay no longer cuts the rate (the queue is the other flow's).
     pub compete_beta: f64,
     pub compete_cut_interval_ms: f64,
+    pub compete_additive_kbps_per_s: f64,
+    /// Probation of the mode, s: at its end the delivery rate must have risen by at least
+    /// `compete_follow` × the rise of the send rate over the same time (0: no probation).
+    pub compete_probe_s: f64,
+    pub compete_follow: f64,
+    /// After a failed probation the mode is barred this long, s.
+    pub compete_bar_s: f64,
     /// Pacing rate = this × target (room for frame bursts).
     pub pacing_factor: f64,
 }
@@ -107,10 +133,17 @@ impl Default for RatelabCcConfig {
             rate_window_ms: 300.0,
             base_window_s: 30.0,
             compete: false,
-            compete_window_s: 5.0,
-            compete_floor_ms: 60.0,
+            compete_window_s: 3.0,
+            compete_rise_ms: 20.0,
+            compete_rate_hold: 1.0,
+            compete_hold_s: 10.0,
+            compete_renew_drop_ms: 50.0,
             compete_beta: 0.85,
             compete_cut_interval_ms: 500.0,
+            compete_additive_kbps_per_s: 50.0,
+            compete_probe_s: 3.0,
+            compete_follow: 0.5,
+            compete_bar_s: 30.0,
             pacing_factor: 1.5,
         }
     }
@@ -124,7 +157,10 @@ impl RatelabCcConfig {
         for (name, v) in pos {
             if !(v.is_finite() && v > 0.0) { return Err(ConfigError::new(name, "must be a finite number > 0")); }
         }
-        for (name, v) in [("growth_per_s", self.growth_per_s), ("recover_growth_per_s", self.recover_growth_per_s), ("bw_window_s", self.bw_window_s), ("recover_fraction", self.recover_fraction), ("lookahead_ms", self.lookahead_ms), ("additive_kbps_per_s", self.additive_kbps_per_s), ("compete_floor_ms", self.compete_floor_ms)] {
+        for (name, v) in [("growth_per_s", self.growth_per_s), ("recover_growth_per_s", self.recover_growth_per_s), ("bw_window_s", self.bw_window_s), ("recover_fraction", self.recover_fraction), ("lookahead_ms", self.lookahead_ms), ("additive_kbps_per_s", self.additive_kbps_per_s),
+                           ("compete_rise_ms", self.compete_rise_ms), ("compete_rate_hold", self.compete_rate_hold), ("compete_hold_s", self.compete_hold_s),
+                           ("compete_renew_drop_ms", self.compete_renew_drop_ms), ("compete_additive_kbps_per_s", self.compete_additive_kbps_per_s),
+                           ("compete_probe_s", self.compete_probe_s), ("compete_follow", self.compete_follow), ("compete_bar_s", self.compete_bar_s)] {
             if !(v.is_finite() && v >= 0.0) { return Err(ConfigError::new(name, "must be a finite number ≥ 0")); }
         }
         if !(self.compete_beta > 0.0 && self.compete_beta <= 1.0) {
@@ -150,11 +186,15 @@ pub struct RatelabCc {
     bw_max: WindowedFilter<i64>,
     /// Minimum one-way delay (recv − send, µs).
     base: WindowedFilter<i64>,
-    /// Minimum queuing delay (µs) over the competitive-mode window.
-    floor: WindowedFilter<i64>,
-    /// Last loss reported, and last loss cut of the competitive mode.
-    last_loss: Option<Time>,
+    /// Maximum queuing delay (µs) over the last second (the sawtooth renewal).
+    q_max_1s: WindowedFilter<i64>,
+    /// Start of the current drain episode: time, queuing delay (ms), delivery rate (bit/s).
+    episode: Option<(Time, f64, f64)>,
+    /// Last loss cut of the competitive mode, its end, its probation and its bar.
     last_cut: Option<Time>,
+    compete_until: Option<Time>,
+    probe: Option<Probe>,
+    barred_until: Option<Time>,
     competitive: bool,
     last_update: Option<Time>,
     /// Previous queuing delay (ms) and the smoothed slope of the queuing delay (ms per ms).
@@ -174,9 +214,12 @@ impl RatelabCc {
             delivered: RateMeter::new(Duration::from_ms_f64(cfg.rate_window_ms)),
             base: WindowedFilter::min(Duration::from_secs_f64(cfg.base_window_s)),
             bw_max: WindowedFilter::max(Duration::from_secs_f64(cfg.bw_window_s)),
-            floor: WindowedFilter::min(Duration::from_secs_f64(cfg.compete_window_s)),
-            last_loss: None,
+            q_max_1s: WindowedFilter::max(Duration::from_secs(1)),
+            episode: None,
             last_cut: None,
+            compete_until: None,
+            probe: None,
+            barred_until: None,
             competitive: false,
             cfg,
             constraints: Constraints::default(),
@@ -225,9 +268,46 @@ impl RatelabCc {
             self.last_cut = Some(now);
             x * c.compete_beta
         } else {
-            (x + c.additive_kbps_per_s * 1e3 * dt).min((r_bps * c.max_over_delivery).max(x))
+            (x + c.compete_additive_kbps_per_s * 1e3 * dt).min((r_bps * c.max_over_delivery).max(x))
         };
         self.rate_bps = self.clamp(next);
+    }
+
+    /// Enters, renews, probes and leaves the competitive mode (module doc); `draining`: the drain
+    /// rule is active on this feedback.
+    fn update_mode(&mut self, now: Time, q_ms: f64, r_bps: f64, draining: bool) {
+        let c = &self.cfg;
+        if !c.compete { return; }
+        let hold = Duration::from_secs_f64(c.compete_hold_s);
+        if self.competitive {
+            // The other flow's sawtooth: the queue fell steeply, and not because of our own cut.
+            let q_max_ms = self.q_max_1s.get().unwrap_or(0) as f64 / 1e3;
+            let own_cut = self.last_cut.is_some_and(|t| now - t < Duration::from_secs(1));
+            if q_max_ms - q_ms >= c.compete_renew_drop_ms && !own_cut { self.compete_until = Some(now + hold); }
+            if let Some(p) = self.probe.as_mut() {
+                match p.verdict(now, self.rate_bps, r_bps) {
+                    Some(true) => self.probe = None,
+                    Some(false) => {
+                        self.probe = None;
+                        self.competitive = false;
+                        self.barred_until = Some(now + Duration::from_secs_f64(c.compete_bar_s));
+                    }
+                    None => {}
+                }
+            }
+            if self.compete_until.is_some_and(|t| now >= t) { self.competitive = false; self.probe = None; }
+            if !self.competitive { self.episode = None; }
+            return;
+        }
+        if !draining || self.barred_until.is_some_and(|t| now < t) { self.episode = None; return; }
+        let &mut (t0, q0, r0) = self.episode.get_or_insert((now, q_ms, r_bps));
+        if (now - t0).as_secs_f64() < c.compete_window_s { return; }
+        self.episode = None;
+        if q_ms - q0 >= c.compete_rise_ms && r_bps >= c.compete_rate_hold * r0 {
+            self.competitive = true;
+            self.compete_until = Some(now + hold);
+            self.probe = (c.compete_probe_s > 0.0).then(|| Probe::new(now, Duration::from_secs_f64(c.compete_probe_s), c.compete_follow, self.rate_bps, r_bps));
+        }
     }
 }
 
@@ -260,19 +340,12 @@ impl Controller for RatelabCc {
         let (Some(base), Some(last_recv)) = (self.base.get(), self.last_recv) else { return Update::default() };
         if n == 0 { return Update::default(); }
         let q_us = (owd_sum / n as f64 - base as f64).max(0.0);
-        self.floor.update(now, q_us as i64);
+        self.q_max_1s.update(now, q_us as i64);
         let lost = fb.lost().next().is_some();
-        if lost { self.last_loss = Some(now); }
         let r_bps = self.delivered.rate(last_recv).bps_f64();
         self.bw_max.update(now, r_bps as i64);
         let bw_max = self.bw_max.get().unwrap_or(0) as f64;
         let target_ms = self.cfg.queue_target_ms;
-        // Competitive mode: a queue that has not drained below the floor for a whole window,
-        // while the buffer overflows (loss) within that window: a loss-based flow holds it.
-        let floor_ms = self.floor.get().unwrap_or(0) as f64 / 1e3;
-        let window = Duration::from_secs_f64(self.cfg.compete_window_s);
-        self.competitive = self.cfg.compete && floor_ms > self.cfg.compete_floor_ms
-            && self.last_loss.is_some_and(|t| now - t < window);
         let dt = self.last_update.map_or(0.0, |t| (now - t).as_secs_f64().clamp(0.0, 1.0));
         self.last_update = Some(now);
         self.queue_ms = q_us / 1e3;
@@ -283,6 +356,7 @@ impl Controller for RatelabCc {
         let q_seen = (self.queue_ms + self.slope * self.cfg.lookahead_ms).max(0.0);
         self.delivery_kbps = r_bps / 1e3;
         self.target_ms = target_ms;
+        self.update_mode(now, self.queue_ms, r_bps, q_seen > target_ms);
         if self.competitive {
             self.compete_step(now, lost, r_bps, dt);
         } else {
