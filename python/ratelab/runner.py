@@ -110,14 +110,16 @@ class Interrupted(Exception):
 
 
 def _join_chunks(chunks: list[dict[str, Any]]):
-    """One Arrow table from column chunks: numpy columns are concatenated first (same values and
-    types as a table per chunk, at a fraction of the cost); anything else goes through Arrow."""
+    """One Arrow table from column chunks: numpy columns become chunked Arrow columns without a
+    copy (same values and types as a table per chunk, and one row group when written; a
+    concatenation copied every column once more, ~1 ms per campaign run); anything else goes
+    through Arrow."""
     import numpy as np
     import pyarrow as pa
 
     keys = list(chunks[0])
     if all(list(c) == keys and all(isinstance(v, np.ndarray) for v in c.values()) for c in chunks):
-        return pa.table({k: chunks[0][k] if len(chunks) == 1 else np.concatenate([c[k] for c in chunks]) for k in keys})
+        return pa.table({k: pa.chunked_array([pa.array(c[k]) for c in chunks]) for k in keys})
     return pa.concat_tables([pa.table(c) for c in chunks])
 
 
