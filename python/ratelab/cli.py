@@ -457,10 +457,19 @@ def _validate_specs(specs) -> None:
               help="Parent folder (or pyarrow.fs URI) where CAMPAIGN is looked up (unless CAMPAIGN is a folder or URI itself).")
 @click.option("--format", "fmt_", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 def query(campaign: str, sql: str, out: str, fmt_: str) -> None:
-    """Run SQL (DuckDB) over a campaign's Parquet files: views flows, runs, series, packets, failures."""
+    """Run SQL (DuckDB) over a campaign's Parquet files: views flows, runs, series, packets, failures.
+
+    SQL is the query text, or the name of a file ending in .sql that holds it
+    (e.g. tools/rmcat_table.sql)."""
     from .remote import find_campaign
     from .store import connect
 
+    if sql.strip().lower().endswith(".sql") and "\n" not in sql:
+        path = Path(sql.strip())
+        try:
+            sql = path.read_text()
+        except OSError as exc:
+            raise InputError("query", str(path), f"cannot read the SQL file ({exc.strerror or exc})") from None
     root = find_campaign(campaign, out)
     import duckdb
 

@@ -280,6 +280,14 @@ def test_sweep_cli_dry_run_status_query(tmp_path, core, cli):
     assert r.stdout.splitlines() == ["controller,n", "gcc,6", "oracle,6"]
     r = cli("query", "camp", "--out", str(out), "SELECT nope FROM flows")
     assert r.returncode == 2 and r.stderr.startswith("error: query: ")
+    # the SQL may be a .sql file, comments included (a leading "--" is not taken for an option)
+    sql = tmp_path / "count.sql"
+    sql.write_text("-- runs per controller\nSELECT controller, count(*) AS n FROM runs GROUP BY controller ORDER BY controller\n")
+    r = cli("query", "camp", "--out", str(out), "--format", "csv", str(sql))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["controller,n", "gcc,6", "oracle,6"]
+    r = cli("query", "camp", "--out", str(out), str(tmp_path / "missing.sql"))
+    assert r.returncode == 2 and "missing.sql" in r.stderr and "Traceback" not in r.stderr
 
 
 KILL_PLAN = """
