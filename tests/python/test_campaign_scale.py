@@ -16,17 +16,7 @@ import pytest
 
 from ratelab.campaign import RunSpec
 
-TINY = """
-name = "tiny"
-duration_s = 3
-[link]
-capacity_kbps = 1000
-queue = { ms = 300 }
-[[flows]]
-kind = "media"
-controller = "gcc"
-media = { min_kbps = 100, max_kbps = 2000, start_kbps = 300 }
-"""
+from test_campaign import TINY  # the one-flow 3 s scenario every campaign test uses
 
 
 def _spec(tmp_path: Path, seed: int, controller: str = "gcc") -> RunSpec:
