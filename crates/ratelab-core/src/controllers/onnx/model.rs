@@ -175,7 +175,11 @@ pub struct ReadModel {
 
 impl ReadModel {
     pub fn read(bytes: &[u8]) -> Result<ReadModel, String> {
-        let model = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(bytes)).map_err(|e| format!("not a readable ONNX model: {}", root_cause(&e)))?;
+        let onnx = tract_onnx::onnx();
+        let unreadable = |e: &dyn std::fmt::Display| format!("not a readable ONNX model: {e}");
+        let proto = onnx.proto_model_for_read(&mut std::io::Cursor::new(bytes)).map_err(|e| unreadable(&root_cause(&e)))?;
+        undefined_names(&proto).map_err(|e| unreadable(&e))?;
+        let model = no_panic(|| onnx.model_for_proto_model(&proto)).map_err(|e| unreadable(&e))?;
         let mut inputs = Vec::new();
         for (i, o) in model.input_outlets().map_err(|e| e.to_string())?.iter().enumerate() {
             inputs.push((model.node(o.node).name.clone(), declared_dims(model.input_fact(i).map_err(|e| e.to_string())?)));
@@ -196,8 +200,31 @@ impl ReadModel {
         for (i, s) in shapes.iter().enumerate() {
             self.model.set_input_fact(i, f32::fact(s).into()).map_err(|e| e.to_string())?;
         }
-        let plan = self.model.into_optimized().and_then(|m| m.into_runnable()).map_err(|e| format!("cannot prepare the model: {}", root_cause(&e)))?;
+        let plan = no_panic(|| self.model.into_optimized().and_then(|m| m.into_runnable())).map_err(|e| format!("cannot prepare the model: {e}"))?;
         plan.spawn().map_err(|e| e.to_string())
+    }
+}
+
+/// A node input or graph output that nothing in the graph defines (tract indexes its name table
+/// with them and would panic instead of answering an error).
+fn undefined_names(proto: &tract_onnx::pb::ModelProto) -> Result<(), String> {
+    let Some(g) = proto.graph.as_ref() else { return Err("the file holds no graph".into()) };
+    let mut known: std::collections::HashSet<&str> = g.input.iter().map(|i| i.name.as_str()).chain(g.initializer.iter().map(|t| t.name.as_str())).collect();
+    known.extend(g.sparse_initializer.iter().filter_map(|t| t.values.as_ref()).map(|t| t.name.as_str()));
+    known.extend(g.node.iter().flat_map(|n| n.output.iter().map(String::as_str)));
+    known.insert("");
+    let used = g.node.iter().flat_map(|n| n.input.iter()).chain(g.output.iter().map(|o| &o.name));
+    match used.into_iter().find(|n| !known.contains(n.as_str())) {
+        Some(n) => Err(format!("'{n}' is used but never defined in the graph")),
+        None => Ok(()),
+    }
+}
+
+/// A tract call whose panic on a malformed model becomes an error (a model file is user input).
+fn no_panic<T>(f: impl FnOnce() -> TractResult<T>) -> Result<T, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(|e| root_cause(&e)),
+        Err(p) => Err(format!("tract failed on this file ({})", p.downcast_ref::<String>().map(String::as_str).or_else(|| p.downcast_ref::<&str>().copied()).unwrap_or("panic"))),
     }
 }
 
@@ -248,6 +275,22 @@ mod tests {
     fn garbage_is_not_a_model() {
         let e = OnnxEstimatorModel::load(b"definitely not protobuf").unwrap_err();
         assert!(e.starts_with("not a readable ONNX model"), "{e}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+        /// Arbitrary bytes (and the shipped model cut short or with a byte flipped) are an
+        /// error, never a panic: a model file is user input.
+        #[test]
+        fn never_panics_on_bad_files(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300), cut in 0usize..4000, flip in 0usize..4000) {
+            let _ = ReadModel::read(&b);
+            let m = crate::controllers::r3net::SHIPPED_MODEL;
+            let _ = ReadModel::read(&m[..cut.min(m.len())]);
+            let mut f = m.to_vec();
+            let i = flip % f.len();
+            f[i] ^= 0x5a;
+            if let Ok(r) = ReadModel::read(&f) { let _ = r.into_state(&[vec![1, 4], vec![1, 1, 64]]); }
+        }
     }
 
     #[test]

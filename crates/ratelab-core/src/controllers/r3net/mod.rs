@@ -17,7 +17,6 @@
 //! both). Paper 004 also reports R3Net's actions as noisy. `sample = false` uses μ.
 
 pub mod features;
-pub mod onnx;
 pub mod policy;
 
 use crate::controller::{Constraints, Controller, ReceivedPacket, ReceiverEstimator, TransportFeedback, Update};
