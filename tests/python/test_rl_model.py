@@ -1,6 +1,6 @@
 """R3Net model export (issue 5): the single-step ONNX model matches PyTorch step by step in
-onnxruntime and in ratelab's own Rust runtime (the one the ``r3net`` controller uses), on an
-episode recorded from the environment. Needs the ``rl`` extra; run with ``pytest -m rl``."""
+onnxruntime and in Rust as the ``r3net`` controller runs it (tract-onnx), on an episode recorded
+from the environment. Needs the ``rl`` extra; run with ``pytest -m rl``."""
 
 from __future__ import annotations
 
@@ -81,17 +81,44 @@ def test_rust_runtime_matches_torch(net, tmp_path):
     np.testing.assert_allclose(rust, ref, atol=1e-5)
 
 
-def test_shipped_model_same_in_rust_and_onnxruntime():
-    assert SHIPPED.exists() and SHIPPED.stat().st_size < 1_000_000
-    rng = np.random.default_rng(0)
-    obs = np.abs(rng.normal(size=(100, 4))).astype(np.float32) * np.array([2, 3, 0.05, 2], np.float32)
-    sess = ort.InferenceSession(str(SHIPPED))
+def _ort_steps(sess, obs: np.ndarray) -> np.ndarray:
     h = np.zeros((1, 1, 64), np.float32)
-    want = []
+    out = []
     for o in obs:
         a, *_, h = sess.run(None, {"obs": o[None], "h": h})
-        want.append(a[0, 0])
-    np.testing.assert_allclose(_core.r3net_policy_steps(str(SHIPPED), obs), want, atol=1e-5)
+        out.append(a[0, 0])
+    return np.array(out)
+
+
+def _shipped_episode(sess, steps: int = 300) -> np.ndarray:
+    """Observations of an environment episode driven by the shipped policy's own mean actions."""
+    env = BandwidthEstimationEnv(config={"duration_s": steps * 0.05}, traces="test")
+    obs, _ = env.reset(seed=7)
+    h = np.zeros((1, 1, 64), np.float32)
+    seen = [obs]
+    for _ in range(steps - 1):
+        a, *_, h = sess.run(None, {"obs": obs[None].astype(np.float32), "h": h})
+        obs, *_ = env.step(np.array([a[0, 0]], np.float32))
+        seen.append(obs)
+    return np.array(seen, np.float32)
+
+
+def test_shipped_model_same_in_rust_and_onnxruntime():
+    """The ``r3net`` controller's runtime (tract) against onnxruntime, the hidden state carried
+    over each sequence: a recorded episode of the shipped policy and 100 random observations.
+    Tolerance 1e-5 relative with a floor of 0.02 on the action: both runtimes evaluate the
+    sigmoid head with f32 approximations whose error is absolute (~1e-7), and the shipped
+    policy's action is often ~0.001, where a purely relative bound would test that rounding;
+    2e-7 of the action is 1.6 bit/s of an 8 Mbit/s-scale estimate."""
+    assert SHIPPED.exists() and SHIPPED.stat().st_size < 1_000_000
+    sess = ort.InferenceSession(str(SHIPPED))
+    rng = np.random.default_rng(0)
+    random = np.abs(rng.normal(size=(100, 4))).astype(np.float32) * np.array([2, 3, 0.05, 2], np.float32)
+    for obs in (_shipped_episode(sess), random):
+        want = _ort_steps(sess, obs)
+        got = _core.r3net_policy_steps(str(SHIPPED), obs)
+        assert np.ptp(want) > 0.01, "the observations exercise the policy"
+        assert np.all(np.abs(got - want) <= 1e-5 * np.maximum(np.abs(want), 0.02)), np.max(np.abs(got - want) / np.maximum(np.abs(want), 0.02))
 
 
 def test_sequence_forward_resets_state_at_episode_starts(net):

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p ratelab-core --example onnx_timing -- step MODEL.onnx [N]   # µs per decision
 //! cargo run --release -p ratelab-core --example onnx_timing -- sim SCENARIO.json [R]  # run_to_end, best of R
-//! cargo run --release -p ratelab-core --example onnx_timing -- r3net [N]  # shipped R3Net: hand-written vs tract
+//! cargo run --release -p ratelab-core --example onnx_timing -- r3net [N]  # µs per decision of the shipped R3Net
 //! ```
 //! `SCENARIO.json` is a scenario as `ratelab.scenario.load_scenario(...).to_json()` writes it;
 //! model paths in it are read from disk.
@@ -69,34 +69,16 @@ fn main() {
             println!("best {:.2} ms {:.0}x", best * 1e3, sc.duration_s / best);
         }
         "r3net" => {
+            // The `r3net` controller's policy (tract-onnx), its hidden state carried step to step.
             use ratelab_core::controllers::r3net::{R3NetPolicy, SHIPPED_MODEL};
-            use tract_onnx::prelude::*;
             let n: usize = args.get(2).map(|s| s.parse().unwrap()).unwrap_or(100000);
             let mut p = R3NetPolicy::load(SHIPPED_MODEL).unwrap();
-            let hidden = p.hidden_size();
             let obs = [1.2f32, 0.8, 0.01, 1.5];
-            let model = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(SHIPPED_MODEL)).unwrap()
-                .with_input_fact(0, f32::fact([1, 4]).into()).unwrap()
-                .with_input_fact(1, f32::fact([1, 1, hidden]).into()).unwrap()
-                .into_optimized().unwrap().into_runnable().unwrap();
-            let mut state = model.spawn().unwrap();
-            let mut h = vec![0f32; hidden];
             let mut acc = 0f32;
             for _ in 0..5 {
                 let t = cpu();
                 for _ in 0..n { acc += p.step(std::hint::black_box(&obs)).unwrap(); }
-                let a = (cpu() - t) / n as f64 * 1e6;
-                let t = cpu();
-                for _ in 0..n {
-                    let out = state.run(tvec![
-                        Tensor::from_shape(&[1, 4], &obs).unwrap().into_tvalue(),
-                        Tensor::from_shape(&[1, 1, hidden], &h).unwrap().into_tvalue(),
-                    ]).unwrap();
-                    h.copy_from_slice(out.last().unwrap().try_as_plain_ram().unwrap().as_slice::<f32>().unwrap());
-                    acc += out[0].try_as_plain_ram().unwrap().as_slice::<f32>().unwrap()[0];
-                }
-                let b = (cpu() - t) / n as f64 * 1e6;
-                println!("r3net hand-written {a:.2} us cpu, tract {b:.2} us cpu");
+                println!("r3net {:.2} us cpu", (cpu() - t) / n as f64 * 1e6);
             }
             println!("{acc}");
         }

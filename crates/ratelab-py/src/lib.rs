@@ -311,9 +311,10 @@ fn synthetic_trace(py: Python<'_>, kind: &str, seed: u64, duration_s: f64, min_k
     Ok((t.into_pyarray_bound(py).into_any().unbind(), c.into_pyarray_bound(py).into_any().unbind()))
 }
 
-/// Run an R3Net ONNX policy in ratelab's Rust runtime over a sequence of scaled observations
-/// (float32 [T, 4]) from a zero hidden state; returns the action means [T] (the `r3net`
-/// controller's decisions before mapping). For parity tests against onnxruntime.
+/// Run an R3Net ONNX policy as the `r3net` controller does (tract-onnx in Rust) over a
+/// sequence of scaled observations (float32 [T, 4]) from a zero hidden state; returns the
+/// action means [T] (the controller's decisions before mapping). For parity tests against
+/// onnxruntime.
 #[pyfunction]
 fn r3net_policy_steps(py: Python<'_>, model_path: &str, obs: numpy::PyReadonlyArray2<'_, f32>) -> PyResult<PyObject> {
     use ratelab_core::controllers::r3net::R3NetPolicy;

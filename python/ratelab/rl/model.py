@@ -9,9 +9,9 @@ The ONNX file is a *single step*: inputs ``obs [1, 4]`` and ``h [1, 1, 64]``; ou
 ``action_mean [1, 1]``, ``value [1, 1]``, ``action_std [1, 1]`` (the Gaussian policy's std, a
 constant) and ``h_out [1, 1, 64]``. It is written node by node
 with ``onnx.helper`` (standard operators Gemm, LeakyRelu, Unsqueeze, GRU, Squeeze, Sigmoid) so
-that its operator set does not depend on the PyTorch exporter version; the Rust runtime in
-``ratelab-core`` (``controllers/r3net/onnx.rs``) and onnxruntime both run it, and the tests check
-both against this module step by step.
+that its operator set does not depend on the PyTorch exporter version; ``ratelab-core`` runs it
+with tract-onnx (``controllers/r3net/policy.rs``) and the tests check tract and onnxruntime
+against this module step by step.
 """
 
 from __future__ import annotations

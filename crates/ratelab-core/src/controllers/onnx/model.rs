@@ -11,7 +11,6 @@
 //!   `r3net` controller (see [`Signature::R3Net`]).
 
 use super::features::OBS_LEN;
-use std::sync::Arc;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 
@@ -35,10 +34,9 @@ impl Signature {
     }
 }
 
-/// A loaded estimator with its recurrent state.
+/// A loaded estimator with its recurrent state (the state owns tract's optimised plan).
 pub struct OnnxEstimatorModel {
     sig: Signature,
-    plan: Arc<TypedRunnableModel>,
     state: TypedSimpleState,
     h: Vec<f32>,
     c: Vec<f32>,
@@ -108,34 +106,23 @@ pub fn classify(inputs: &[(String, Option<Vec<Option<usize>>>)]) -> Result<Signa
 impl OnnxEstimatorModel {
     /// Read the model and its signature. `Ok(None)` for an R3Net model (run by `r3net`).
     pub fn load(bytes: &[u8]) -> Result<Option<OnnxEstimatorModel>, String> {
-        let onnx = tract_onnx::onnx();
-        let mut model = onnx.model_for_read(&mut std::io::Cursor::new(bytes)).map_err(|e| format!("not a readable ONNX model: {}", root_cause(&e)))?;
-        let outlets = model.input_outlets().map_err(|e| e.to_string())?.to_vec();
-        let mut inputs = Vec::with_capacity(outlets.len());
-        for (i, o) in outlets.iter().enumerate() {
-            let fact = model.input_fact(i).map_err(|e| e.to_string())?;
-            inputs.push((model.node(o.node).name.clone(), declared_dims(fact)));
-        }
-        let sig = classify(&inputs)?;
+        let model = ReadModel::read(bytes)?;
+        let sig = classify(&model.inputs)?;
         let shapes: Vec<Vec<usize>> = match &sig {
             Signature::R3Net => return Ok(None),
             Signature::Stateless { obs } => vec![obs.clone()],
             Signature::Stateful { obs, hidden, cell } => vec![obs.clone(), hidden.clone(), cell.clone()],
         };
-        let n_out = model.output_outlets().map_err(|e| e.to_string())?.len();
+        let n_out = model.outputs.len();
         if matches!(sig, Signature::Stateful { .. }) && n_out < 3 {
             return Err(format!("a stateful MMSys'24 model has 3 outputs (output, state_out, cell_out); this one has {n_out}"));
         }
-        for (i, s) in shapes.iter().enumerate() {
-            model.set_input_fact(i, f32::fact(s).into()).map_err(|e| e.to_string())?;
-        }
-        let plan = model.into_optimized().and_then(|m| m.into_runnable()).map_err(|e| format!("cannot prepare the model: {}", root_cause(&e)))?;
-        let state = plan.spawn().map_err(|e| e.to_string())?;
+        let state = model.into_state(&shapes)?;
         let (h, c) = match &sig {
             Signature::Stateful { hidden, cell, .. } => (vec![0.0; hidden[1]], vec![0.0; cell[1]]),
             _ => (Vec::new(), Vec::new()),
         };
-        let mut m = OnnxEstimatorModel { sig, plan, state, h, c };
+        let mut m = OnnxEstimatorModel { sig, state, h, c };
         // Smoke-run once so that a model that cannot run, or answers NaN on an empty
         // observation, fails at load rather than mid-run.
         let est = m.step(&[0.0; OBS_LEN])?;
@@ -155,13 +142,12 @@ impl OnnxEstimatorModel {
     /// One decision: the observation → the estimate in bit/s (the first value of the first
     /// output); advances the recurrent state (kept when the model returns non-finite states).
     pub fn step(&mut self, obs: &[f32; OBS_LEN]) -> Result<f64, String> {
-        let tensor = |shape: &[usize], v: &[f32]| Tensor::from_shape(shape, v).map(|t| t.into_tvalue()).map_err(|e| e.to_string());
         let inputs: TVec<TValue> = match &self.sig {
             Signature::Stateless { obs: s } => tvec![tensor(s, obs)?],
             Signature::Stateful { obs: s, hidden, cell } => tvec![tensor(s, obs)?, tensor(hidden, &self.h)?, tensor(cell, &self.c)?],
             Signature::R3Net => return Err("an R3Net model runs in the r3net controller".into()),
         };
-        let out = self.state.run(inputs).map_err(|e| format!("inference failed: {}", root_cause(&e)))?;
+        let out = run(&mut self.state, inputs)?;
         let est = with_floats(out.first().ok_or("the model has no output")?, |v| v.first().copied().ok_or_else(|| "the model's first output is empty".to_string()))??;
         if matches!(self.sig, Signature::Stateful { .. }) {
             for (k, dst) in [(1usize, &mut self.h), (2, &mut self.c)] {
@@ -176,8 +162,82 @@ impl OnnxEstimatorModel {
     }
 }
 
+/// An ONNX file as tract reads it, before its input shapes are fixed: the declared inputs and
+/// outputs and the file's metadata. Both controllers that run ONNX models (`onnx` and `r3net`)
+/// load through it, so a file is read, checked and optimised the same way for both.
+pub struct ReadModel {
+    model: InferenceModel,
+    /// Graph inputs in order: name and declared dimensions ([`declared_dims`]).
+    pub inputs: Vec<(String, Option<Vec<Option<usize>>>)>,
+    /// Graph output names in order.
+    pub outputs: Vec<String>,
+}
+
+impl ReadModel {
+    pub fn read(bytes: &[u8]) -> Result<ReadModel, String> {
+        let onnx = tract_onnx::onnx();
+        let unreadable = |e: &dyn std::fmt::Display| format!("not a readable ONNX model: {e}");
+        let proto = onnx.proto_model_for_read(&mut std::io::Cursor::new(bytes)).map_err(|e| unreadable(&root_cause(&e)))?;
+        undefined_names(&proto).map_err(|e| unreadable(&e))?;
+        let model = no_panic(|| onnx.model_for_proto_model(&proto)).map_err(|e| unreadable(&e))?;
+        let mut inputs = Vec::new();
+        for (i, o) in model.input_outlets().map_err(|e| e.to_string())?.iter().enumerate() {
+            inputs.push((model.node(o.node).name.clone(), declared_dims(model.input_fact(i).map_err(|e| e.to_string())?)));
+        }
+        let outputs = model.output_outlets().map_err(|e| e.to_string())?.iter().map(|o| model.outlet_label(*o).map_or_else(|| model.node(o.node).name.clone(), str::to_owned)).collect();
+        Ok(ReadModel { model, inputs, outputs })
+    }
+
+    /// The file's `metadata_props` as key → value (tract keeps the last of repeated keys).
+    pub fn metadata(&self) -> std::collections::HashMap<String, String> {
+        self.model.properties.iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("onnx.metadata_props.")?.to_owned(), v.try_as_plain_ram().ok()?.to_scalar::<String>().ok()?.clone())))
+            .collect()
+    }
+
+    /// Fix the inputs to `shapes` (f32), optimise, and make the one reusable run state.
+    pub fn into_state(mut self, shapes: &[Vec<usize>]) -> Result<TypedSimpleState, String> {
+        for (i, s) in shapes.iter().enumerate() {
+            self.model.set_input_fact(i, f32::fact(s).into()).map_err(|e| e.to_string())?;
+        }
+        let plan = no_panic(|| self.model.into_optimized().and_then(|m| m.into_runnable())).map_err(|e| format!("cannot prepare the model: {e}"))?;
+        plan.spawn().map_err(|e| e.to_string())
+    }
+}
+
+/// A node input or graph output that nothing in the graph defines (tract indexes its name table
+/// with them and would panic instead of answering an error).
+fn undefined_names(proto: &tract_onnx::pb::ModelProto) -> Result<(), String> {
+    let Some(g) = proto.graph.as_ref() else { return Err("the file holds no graph".into()) };
+    let mut known: std::collections::HashSet<&str> = g.input.iter().map(|i| i.name.as_str()).chain(g.initializer.iter().map(|t| t.name.as_str())).collect();
+    known.extend(g.sparse_initializer.iter().filter_map(|t| t.values.as_ref()).map(|t| t.name.as_str()));
+    known.extend(g.node.iter().flat_map(|n| n.output.iter().map(String::as_str)));
+    known.insert("");
+    let used = g.node.iter().flat_map(|n| n.input.iter()).chain(g.output.iter().map(|o| &o.name));
+    match used.into_iter().find(|n| !known.contains(n.as_str())) {
+        Some(n) => Err(format!("'{n}' is used but never defined in the graph")),
+        None => Ok(()),
+    }
+}
+
+/// A tract call whose panic on a malformed model becomes an error (a model file is user input).
+fn no_panic<T>(f: impl FnOnce() -> TractResult<T>) -> Result<T, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(|e| root_cause(&e)),
+        Err(p) => Err(format!("tract failed on this file ({})", p.downcast_ref::<String>().map(String::as_str).or_else(|| p.downcast_ref::<&str>().copied()).unwrap_or("panic"))),
+    }
+}
+
+/// An f32 input tensor of `shape` holding `v`.
+pub fn tensor(shape: &[usize], v: &[f32]) -> Result<TValue, String> { Tensor::from_shape(shape, v).map(|t| t.into_tvalue()).map_err(|e| e.to_string()) }
+
+/// One inference with the state's plan.
+pub fn run(state: &mut TypedSimpleState, inputs: TVec<TValue>) -> Result<TVec<TValue>, String> {
+    state.run(inputs).map_err(|e| format!("inference failed: {}", root_cause(&e)))
+}
+
 /// Run `f` on a tensor's values as `f32` (cast when the model outputs another type).
-fn with_floats<T>(t: &Tensor, f: impl FnOnce(&[f32]) -> T) -> Result<T, String> {
+pub fn with_floats<T>(t: &Tensor, f: impl FnOnce(&[f32]) -> T) -> Result<T, String> {
     let t = t.cast_to::<f32>().map_err(|e| e.to_string())?;
     let view = t.try_as_plain_ram().map_err(|e| e.to_string())?;
     Ok(f(view.as_slice::<f32>().map_err(|e| e.to_string())?))
@@ -215,6 +275,22 @@ mod tests {
     fn garbage_is_not_a_model() {
         let e = OnnxEstimatorModel::load(b"definitely not protobuf").unwrap_err();
         assert!(e.starts_with("not a readable ONNX model"), "{e}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+        /// Arbitrary bytes (and the shipped model cut short or with a byte flipped) are an
+        /// error, never a panic: a model file is user input.
+        #[test]
+        fn never_panics_on_bad_files(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300), cut in 0usize..4000, flip in 0usize..4000) {
+            let _ = ReadModel::read(&b);
+            let m = crate::controllers::r3net::SHIPPED_MODEL;
+            let _ = ReadModel::read(&m[..cut.min(m.len())]);
+            let mut f = m.to_vec();
+            let i = flip % f.len();
+            f[i] ^= 0x5a;
+            if let Ok(r) = ReadModel::read(&f) { let _ = r.into_state(&[vec![1, 4], vec![1, 1, 64]]); }
+        }
     }
 
     #[test]

@@ -5,13 +5,10 @@
 //! sender like REMB; the sender's [`RateFollower`] sets target = estimate, pacing = 1.1 × target.
 //!
 //! The policy is an ONNX file (trained by `ratelab train r3net`, exported with the GRU state as
-//! an explicit input and output) evaluated in Rust by the small runtime in [`onnx`] — a run
-//! never calls back into Python. Parameter `model` selects a file; empty means the model that
-//! ships with ratelab (`python/ratelab/models/r3net.onnx`, embedded at compile time).
-//!
-//! Model contract: inputs `(obs [1, 4], h [1, 1, H])`; outputs: the first is the action mean in
-//! (0, 1) with one element, the last is the new hidden state `[1, 1, H]`; an output named
-//! `action_std` (one element) carries the Gaussian policy's std (a critic output is ignored).
+//! an explicit input and output) evaluated in Rust by `tract-onnx`, the runtime of the `onnx`
+//! controller ([`policy`]: model contract there) — a run never calls back into Python.
+//! Parameter `model` selects a file; empty means the model that ships with ratelab
+//! (`python/ratelab/models/r3net.onnx`, embedded at compile time).
 //!
 //! Sampling (parameter `sample`, default on): the controller acts like the policy it was trained
 //! as — `a ~ N(μ, σ)` clipped to [0, 1], from a seeded RNG (runs stay reproducible). A PPO policy
@@ -20,18 +17,17 @@
 //! both). Paper 004 also reports R3Net's actions as noisy. `sample = false` uses μ.
 
 pub mod features;
-pub mod onnx;
+pub mod policy;
 
 use crate::controller::{Constraints, Controller, ReceivedPacket, ReceiverEstimator, TransportFeedback, Update};
 use crate::error::ConfigError;
 use crate::units::{Bitrate, Duration, Time};
 use features::{Observation, WindowFeatures};
-use onnx::{OnnxModel, Tensor};
+pub use policy::R3NetPolicy;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// The trained model shipped with ratelab (linear mapping; registry entry `r3net`).
 pub static SHIPPED_MODEL: &[u8] = include_bytes!("../../../../../python/ratelab/models/r3net.onnx");
@@ -89,7 +85,7 @@ pub struct TrainedMapping {
 }
 
 impl TrainedMapping {
-    pub fn from_model(model: &OnnxModel) -> Result<TrainedMapping, String> {
+    pub fn from_policy(model: &R3NetPolicy) -> Result<TrainedMapping, String> {
         let num = |key: &str| -> Result<Option<f64>, String> {
             model.metadata(key).map(|v| v.trim().parse::<f64>().map_err(|_| format!("metadata {key} = '{v}' is not a number"))).transpose()
         };
@@ -150,51 +146,6 @@ impl Mapping {
             Mapping::Linear { max } => max * a,
             Mapping::Log { min, max } => (min.ln() + a * (max.ln() - min.ln())).exp(),
         }
-    }
-}
-
-/// A loaded R3Net policy with its recurrent state.
-#[derive(Clone, Debug)]
-pub struct R3NetPolicy {
-    model: Arc<OnnxModel>,
-    hidden: usize,
-    h: Vec<f32>,
-    std_output: Option<usize>,
-}
-
-impl R3NetPolicy {
-    pub fn load(bytes: &[u8]) -> Result<R3NetPolicy, String> {
-        let model = OnnxModel::parse(bytes).map_err(|e| e.to_string())?;
-        if model.inputs.len() != 2 { return Err(format!("an R3Net model takes 2 inputs (obs, h), this one takes {}", model.inputs.len())); }
-        if model.inputs[0].1 != [Some(1), Some(4)] { return Err(format!("input 0 must be obs [1, 4], got {:?}", model.inputs[0].1)); }
-        let hidden = match model.inputs[1].1.as_slice() { [Some(1), Some(1), Some(h)] if *h > 0 => *h, d => return Err(format!("input 1 must be h [1, 1, H], got {d:?}")) };
-        if model.outputs.len() < 2 { return Err("an R3Net model has at least 2 outputs (action mean, …, h)".into()); }
-        let std_output = model.outputs.iter().position(|(n, _)| n == "action_std");
-        let mut p = R3NetPolicy { model: Arc::new(model), hidden, h: vec![0.0; hidden], std_output };
-        // Smoke-run once so that a model with inconsistent shapes fails at load, not mid-run.
-        p.step(&[0.0; 4])?;
-        p.reset();
-        Ok(p)
-    }
-
-    pub fn hidden_size(&self) -> usize { self.hidden }
-    pub fn reset(&mut self) { self.h.iter_mut().for_each(|v| *v = 0.0); }
-
-    /// One 50-ms decision: scaled observation → action mean in (0, 1); updates the hidden state.
-    pub fn step(&mut self, obs: &[f32; 4]) -> Result<f32, String> { self.step_with_std(obs).map(|(m, _)| m) }
-
-    /// Like [`R3NetPolicy::step`], also returning the policy's std (0 when the model has none).
-    pub fn step_with_std(&mut self, obs: &[f32; 4]) -> Result<(f32, f32), String> {
-        let out = self.model.run(&[Tensor::f32(vec![1, 4], obs.to_vec()), Tensor::f32(vec![1, 1, self.hidden], self.h.clone())]).map_err(|e| e.to_string())?;
-        let a = out.first().cloned().ok_or("no output")?.into_floats().map_err(|e| e.to_string())?;
-        let h = out.last().cloned().ok_or("no output")?.into_floats().map_err(|e| e.to_string())?;
-        if a.len() != 1 || h.len() != self.hidden { return Err(format!("model outputs have {} / {} values, expected 1 / {}", a.len(), h.len(), self.hidden)); }
-        if h.iter().all(|v| v.is_finite()) { self.h = h; }
-        let std = match self.std_output.and_then(|i| out.get(i)) {
-            Some(t) => t.clone().into_floats().map_err(|e| e.to_string())?.first().copied().filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(0.0),
-            None => 0.0,
-        };
-        Ok((a[0], std))
     }
 }
 
@@ -276,7 +227,7 @@ pub fn build_with(cfg: R3NetConfig, cx: &super::BuildContext, embedded: &'static
     let bytes = model_bytes(&cfg, cx, embedded)?;
     let what = if cfg.model.is_empty() { "shipped model" } else { &cfg.model };
     let policy = R3NetPolicy::load(&bytes).map_err(|e| ConfigError::new("model", format!("{what}: {e}")))?;
-    let trained = TrainedMapping::from_model(&policy.model).map_err(|e| ConfigError::new("model", format!("{what}: {e}")))?;
+    let trained = TrainedMapping::from_policy(&policy).map_err(|e| ConfigError::new("model", format!("{what}: {e}")))?;
     let mapping = trained.resolve(&cfg)?;
     Ok(super::Built { sender: Box::new(RateFollower::new(cfg.pacing_factor)), receiver: Some(Box::new(R3NetEstimator::new(policy, mapping, cfg.sample.then_some(seed)))) })
 }
@@ -313,7 +264,7 @@ mod tests {
         }
         out
     }
-    fn trained(bytes: &[u8]) -> TrainedMapping { TrainedMapping::from_model(&OnnxModel::parse(bytes).unwrap()).unwrap() }
+    fn trained(bytes: &[u8]) -> TrainedMapping { TrainedMapping::from_policy(&R3NetPolicy::load(bytes).unwrap()).unwrap() }
     fn cfg(mapping: Option<&str>, max: Option<f64>, log_min: Option<f64>) -> R3NetConfig {
         R3NetConfig { mapping: mapping.map(str::to_owned), max_kbps: max, log_min_kbps: log_min, ..Default::default() }
     }
@@ -353,7 +304,7 @@ mod tests {
         assert_eq!(none.resolve(&cfg(Some("log"), None, None)).unwrap(), Mapping::Log { min: 10.0, max: 8000.0 });
         // unreadable numbers are a model error, not a silent default
         let bad = with_metadata(SHIPPED_MODEL, &[(META_MAX_KBPS, "fast")]);
-        assert!(TrainedMapping::from_model(&OnnxModel::parse(&bad).unwrap()).is_err());
+        assert!(TrainedMapping::from_policy(&R3NetPolicy::load(&bad).unwrap()).is_err());
     }
 
     #[test]
@@ -384,11 +335,10 @@ mod tests {
 
     #[test]
     fn sampling_is_seeded_and_off_gives_the_mean() {
-        let p = R3NetPolicy::load(SHIPPED_MODEL).unwrap();
-        let (mu, std) = p.clone().step_with_std(&[0.0, 5.0, 0.0, 0.0]).unwrap();
+        let (mu, std) = R3NetPolicy::load(SHIPPED_MODEL).unwrap().step_with_std(&[0.0, 5.0, 0.0, 0.0]).unwrap();
         assert!(std > 0.0 && std < 0.5, "the shipped model carries its policy std ({std})");
         let run = |seed: Option<u64>| {
-            let mut e = R3NetEstimator::new(p.clone(), Mapping::Linear { max: 8000.0 }, seed);
+            let mut e = R3NetEstimator::new(R3NetPolicy::load(SHIPPED_MODEL).unwrap(), Mapping::Linear { max: 8000.0 }, seed);
             (1..=20).map(|k| e.on_tick(Time::from_ms(50 * k)).unwrap().bps()).collect::<Vec<_>>()
         };
         assert_eq!(run(Some(1)), run(Some(1)));
