@@ -235,7 +235,8 @@ def _smooth(t: np.ndarray, v: np.ndarray, window_s: float = 1.0) -> np.ndarray:
     if len(t) < 3:
         return v
     dt = float(np.median(np.diff(t))) or 1.0
-    n = max(1, int(round(window_s / dt)))
+    # No wider than the series: np.convolve(mode="same") returns the longer of its two inputs.
+    n = min(len(v), max(1, int(round(window_s / dt))))
     if n == 1:
         return v
     valid = np.isfinite(v)

@@ -139,3 +139,23 @@ def test_report_pages_with_the_fake_core(fake_core, tmp_path):
     # one scenario, one run: the run's page itself
     one = write_report([b], tmp_path / "one.html").read_text()
     assert one.count("data:image/png;base64,") == 1 and "<h2>Flows</h2>" in one and "Pareto" not in one
+
+
+def test_smoothing_keeps_the_series_length_and_averages_by_hand():
+    """The 1 s moving average of the run plot: same length as the series even when the series is
+    shorter than the window (a 1 s run has 39 samples at 25 ms; np.convolve gave 40), NaN left out."""
+    from ratelab.plots import _smooth
+
+    t = np.arange(39) * 0.025
+    v = np.ones(39)
+    assert _smooth(t, v).shape == (39,) and np.allclose(_smooth(t, v), 1.0)
+    # window of 3 samples (0.075 s at 25 ms): mean of the neighbours, NaN skipped, edges partial
+    t = np.arange(5) * 0.025
+    v = np.array([1.0, 2.0, np.nan, 4.0, 5.0])
+    assert np.allclose(_smooth(t, v, window_s=0.075), [1.5, 1.5, 3.0, 4.5, 4.5])
+
+
+def test_a_run_shorter_than_the_smoothing_window_gets_its_report(tmp_path, cli):
+    r = cli("run", "rmcat-5.1", "-c", "gcc", "--set", "duration_s=1", "--no-packets", "-q", "--out", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "o" / "report.html").is_file()
