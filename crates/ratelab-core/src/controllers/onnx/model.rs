@@ -221,8 +221,16 @@ fn undefined_names(proto: &tract_onnx::pb::ModelProto) -> Result<(), String> {
 }
 
 /// A tract call whose panic on a malformed model becomes an error (a model file is user input).
+/// The default panic hook is silenced meanwhile, so the user sees our one-line error and not a
+/// "thread panicked at" line from inside tract first. (The hook is process-wide: a panic of
+/// another thread within this window would lose its message, not its effect; models are loaded
+/// once per flow, when a run is built.)
 fn no_panic<T>(f: impl FnOnce() -> TractResult<T>) -> Result<T, String> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(previous);
+    match outcome {
         Ok(r) => r.map_err(|e| root_cause(&e)),
         Err(p) => Err(format!("tract failed on this file ({})", p.downcast_ref::<String>().map(String::as_str).or_else(|| p.downcast_ref::<&str>().copied()).unwrap_or("panic"))),
     }
