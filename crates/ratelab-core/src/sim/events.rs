@@ -1,14 +1,26 @@
-//! The event queue: a binary heap ordered by (time, insertion number), so events at the same
-//! time run in the order they were scheduled and every run is reproducible.
+//! The event queue: ordered by (time, insertion number), so events at the same time run in the
+//! order they were scheduled and every run is reproducible.
 //!
 //! The heap holds only 24-byte keys (time, insertion number, slot); the events themselves wait in
 //! a slab of reused slots. A pop sifts ~log2(n) keys down the heap, and moving small keys rather
 //! than whole events (a `Deliver` carries a packet) is most of what the queue costs (issue 16,
 //! docs/benchmarks.md: the heap was ~30 % of a single-flow run).
+//!
+//! **Lanes.** Most pending events are packets propagating to their receiver, and one flow's
+//! deliveries are scheduled in time order (a FIFO link, then a fixed delay). Such events go into
+//! a FIFO lane ([`EventQueue::push_in_lane`]) and only the lane's head has a key in the heap, so
+//! the heap stays as small as the number of sources. Every event keeps its own insertion number
+//! and a lane is sorted by (time, number), so the heap's minimum is still the global minimum:
+//! events pop in exactly the order a single heap gives. An event that would arrive before its
+//! lane's tail (a delay that shrank) goes to the heap instead.
 
 use crate::units::Time;
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// `Key::slot` values with this bit set name a lane, not a slab slot.
+const LANE: u32 = 1 << 31;
 
 #[derive(Clone, Copy)]
 struct Key { time: Time, order: u64, slot: u32 }
@@ -26,11 +38,16 @@ pub struct EventQueue<E> {
     /// Events by slot; `None` for a free slot (listed in `free`).
     slots: Vec<Option<E>>,
     free: Vec<u32>,
+    /// FIFO lanes: (time, insertion number, event), sorted; the head has a key in the heap.
+    lanes: Vec<VecDeque<(Time, u64, E)>>,
     next_order: u64,
+    len: usize,
 }
 
 impl<E> Default for EventQueue<E> {
-    fn default() -> Self { EventQueue { heap: BinaryHeap::new(), slots: Vec::new(), free: Vec::new(), next_order: 0 } }
+    fn default() -> Self {
+        EventQueue { heap: BinaryHeap::new(), slots: Vec::new(), free: Vec::new(), lanes: Vec::new(), next_order: 0, len: 0 }
+    }
 }
 
 impl<E> EventQueue<E> {
@@ -39,21 +56,60 @@ impl<E> EventQueue<E> {
             Some(s) => { self.slots[s as usize] = Some(event); s }
             None => {
                 self.slots.push(Some(event));
-                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 pending events")
+                u32::try_from(self.slots.len() - 1).ok().filter(|s| s & LANE == 0).expect("fewer than 2^31 pending events")
             }
         };
         self.heap.push(Key { time, order: self.next_order, slot });
         self.next_order += 1;
+        self.len += 1;
     }
+
+    /// Schedule `event` in FIFO lane `lane` (lanes are numbered by the caller, densely from 0):
+    /// the same order as [`EventQueue::push`], cheaper when the lane's events come in time order.
+    pub fn push_in_lane(&mut self, lane: usize, time: Time, event: E) {
+        if lane >= self.lanes.len() {
+            assert!(lane < LANE as usize, "fewer than 2^31 lanes");
+            self.lanes.resize_with(lane + 1, VecDeque::new);
+        }
+        let order = self.next_order;
+        let q = &mut self.lanes[lane];
+        match q.back() {
+            Some(&(tail, _, _)) if time < tail => return self.push(time, event),
+            Some(_) => q.push_back((time, order, event)),
+            None => {
+                q.push_back((time, order, event));
+                self.heap.push(Key { time, order, slot: LANE | lane as u32 });
+            }
+        }
+        self.next_order += 1;
+        self.len += 1;
+    }
+
     pub fn peek_time(&self) -> Option<Time> { self.heap.peek().map(|k| k.time) }
+
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let k = self.heap.pop()?;
+        let mut top = self.heap.peek_mut()?;
+        let k = *top;
+        self.len -= 1;
+        if k.slot & LANE != 0 {
+            let q = &mut self.lanes[(k.slot & !LANE) as usize];
+            let (time, order, ev) = q.pop_front().expect("a lane key points at its lane's head");
+            debug_assert!(time == k.time && order == k.order);
+            match q.front() {
+                // The lane's next event takes the key's place: one sift instead of a pop and a push.
+                Some(&(t, o, _)) => *top = Key { time: t, order: o, slot: k.slot },
+                None => { PeekMut::pop(top); }
+            }
+            return Some((time, ev));
+        }
+        PeekMut::pop(top);
         let ev = self.slots[k.slot as usize].take().expect("a queued key points at its event");
         self.free.push(k.slot);
         Some((k.time, ev))
     }
-    pub fn len(&self) -> usize { self.heap.len() }
-    pub fn is_empty(&self) -> bool { self.heap.is_empty() }
+
+    pub fn len(&self) -> usize { self.len }
+    pub fn is_empty(&self) -> bool { self.len == 0 }
 }
 
 #[cfg(test)]
@@ -98,5 +154,51 @@ mod tests {
         }
         // Slots are reused: the slab never grows past the most events pending at once.
         assert!(seen.len() > 500 && q.slots.len() == peak && (peak as u64) < n, "{} slots, peak {peak}, {n} events", q.slots.len());
+    }
+
+    #[test]
+    fn lanes_pop_in_the_order_of_one_heap() {
+        // Pushes to 4 lanes (mostly in time order, sometimes earlier than the lane's tail: those
+        // go to the heap) and to the heap, interleaved with pops: the order must be the model's,
+        // sorted by time, then push number, whatever the lane.
+        let mut q = EventQueue::default();
+        let mut model: Vec<(i64, u64, u32)> = Vec::new();
+        let mut tails = [0i64; 4];
+        let (mut n, mut popped, mut laned) = (0u64, 0usize, 0usize);
+        let mut x: u64 = 777;
+        for step in 0..20_000u32 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            if x >> 62 != 0 || q.is_empty() {
+                let now = step as i64 / 8;
+                let lane = ((x >> 30) % 5) as usize;
+                if lane < 4 {
+                    // mostly monotone per lane; 1 in 16 goes back in time
+                    let t = if (x >> 40) % 16 == 0 { now } else { tails[lane].max(now) + ((x >> 20) % 7) as i64 };
+                    if t >= tails[lane] { laned += 1; }
+                    tails[lane] = tails[lane].max(t);
+                    q.push_in_lane(lane, Time::from_ms(t), step);
+                    model.push((t, n, step));
+                } else {
+                    let t = now + ((x >> 20) % 50) as i64;
+                    q.push(Time::from_ms(t), step);
+                    model.push((t, n, step));
+                }
+                n += 1;
+            } else {
+                let (t, e) = q.pop().unwrap();
+                let i = (0..model.len()).min_by_key(|&i| (model[i].0, model[i].1)).unwrap();
+                let (mt, _, me) = model.remove(i);
+                assert_eq!((t, e), (Time::from_ms(mt), me), "pop {popped}");
+                popped += 1;
+            }
+            assert_eq!(q.len(), model.len());
+            assert_eq!(q.peek_time(), model.iter().map(|m| (m.0, m.1)).min().map(|m| Time::from_ms(m.0)));
+        }
+        while let Some((t, e)) = q.pop() {
+            let i = (0..model.len()).min_by_key(|&i| (model[i].0, model[i].1)).unwrap();
+            let (mt, _, me) = model.remove(i);
+            assert_eq!((t, e), (Time::from_ms(mt), me));
+        }
+        assert!(model.is_empty() && popped > 2000 && laned > 5000, "{popped} pops, {laned} laned");
     }
 }

@@ -98,6 +98,14 @@ enum Event {
     TcpOn(u32),
 }
 
+/// The event lane (sim/events.rs) of flow `f`'s data packets propagating to its receiver: they
+/// leave a FIFO bottleneck in order and all take the flow's fixed delay, so they are scheduled
+/// in time order (when a trace's delay column shrinks, the queue falls back to its heap).
+fn data_lane(f: u32) -> usize { 2 * f as usize }
+/// The lane of flow `f`'s receiver → sender messages (fixed return delay, or its packets
+/// leaving the reverse bottleneck in order).
+fn control_lane(f: u32) -> usize { 2 * f as usize + 1 }
+
 pub struct Simulation {
     now: Time,
     end: Time,
@@ -333,7 +341,7 @@ impl Simulation {
         let flow = &mut self.flows[f as usize];
         let ret = flow.ret_delay;
         let Some(counters) = flow.metrics.return_path.as_mut() else {
-            self.events.push(now + ret, Event::Control(f, msg));
+            self.events.push_in_lane(control_lane(f), now + ret, Event::Control(f, msg));
             return;
         };
         let size = msg.wire_size(&mut self.scratch);
@@ -358,8 +366,13 @@ impl Simulation {
         }
         let exit = link.exit_time(now);
         let flow = &self.flows[pkt.flow as usize];
-        let delay = if matches!(pkt.payload, Payload::Control { .. }) { flow.ret_delay } else { self.data_propagating += 1; flow.fwd_delay };
-        self.events.push(exit + delay, Event::Deliver(pkt));
+        let (lane, delay) = if matches!(pkt.payload, Payload::Control { .. }) {
+            (control_lane(pkt.flow), flow.ret_delay)
+        } else {
+            self.data_propagating += 1;
+            (data_lane(pkt.flow), flow.fwd_delay)
+        };
+        self.events.push_in_lane(lane, exit + delay, Event::Deliver(pkt));
     }
 
     fn on_deliver(&mut self, pkt: Packet) {
