@@ -42,7 +42,14 @@
 //! is a probe of whether the delivery rate follows the send rate. On a shared FIFO it does
 //! (each flow's share of the capacity is proportional to its arrival rate); on a link this flow
 //! saturates alone (at its minimum rate, the queue rising because the capacity is barely above
-//! it) it does not, and the mode is left and barred for `compete_bar_s`.
+//! it) it does not, and the mode is left and barred for `compete_bar_s`. The probe's rise is
+//! capped (`compete_probe_rise`), and the mode is then re-verified every `compete_probe_s` for as
+//! long as it lasts: over each round the flow's delivery rate must stay within
+//! [`compete_min_delivery`, `compete_max_delivery`] × its *measured* send rate and it may lose at
+//! most `compete_max_loss` of its bytes (a loss-based flow holding the queue keeps it standing at
+//! ~1 % loss; a flow that overdrives a link alone loses a third of its bytes, a fading link's
+//! queue drains). No entry at the minimum rate while the measured send rate overshoots it by
+//! `compete_floor_overshoot`: "draining" at the floor is not draining.
 
 use crate::controller::{Constraints, Controller, Diagnostics, TransportFeedback, Update};
 use crate::controllers::common::{RateMeter, WindowedFilter};
@@ -54,7 +61,7 @@ mod probe;
 #[cfg(test)]
 mod tests;
 
-use probe::Probe;
+use probe::{Ledger, Probe};
 
 /// Parameters (chosen on the training traces of `traces/split.csv`; see
 /// docs/controllers/ratelab-cc.md for the sweep).
@@ -113,6 +120,21 @@ pub struct RatelabCcConfig {
     pub compete_follow: f64,
     /// After a failed probation the mode is barred this long, s.
     pub compete_bar_s: f64,
+    /// The mode is re-verified every `compete_probe_s` while it lasts: over each such round its
+    /// delivery rate must be at least this fraction of its measured send rate (0: no rounds).
+    pub compete_min_delivery: f64,
+    /// ... and at most this fraction of its measured send rate (0: no upper bound): a queue that
+    /// drains over a whole round is not held by a loss-based flow.
+    pub compete_max_delivery: f64,
+    /// ... and the round may lose at most this fraction of the bytes it sent (1: no bound).
+    pub compete_max_loss: f64,
+    /// During the probation the target rises at most this fraction above its start (0: no cap):
+    /// enough of a change to see whether the delivery rate follows, little harm where it does not.
+    pub compete_probe_rise: f64,
+    /// No entry while the target sits at the minimum rate and the measured send rate over the
+    /// detection window exceeds it by this factor (0: off): an encoder that overshoots its floor
+    /// fills a slow link by itself, and "draining" at the floor is not draining.
+    pub compete_floor_overshoot: f64,
     /// Pacing rate = this × target (room for frame bursts).
     pub pacing_factor: f64,
 }
@@ -132,7 +154,7 @@ impl Default for RatelabCcConfig {
             lookahead_ms: 300.0,
             rate_window_ms: 300.0,
             base_window_s: 30.0,
-            compete: false,
+            compete: true,
             compete_window_s: 3.0,
             compete_rise_ms: 20.0,
             compete_rate_hold: 1.0,
@@ -141,9 +163,14 @@ impl Default for RatelabCcConfig {
             compete_beta: 0.85,
             compete_cut_interval_ms: 500.0,
             compete_additive_kbps_per_s: 50.0,
-            compete_probe_s: 3.0,
-            compete_follow: 0.5,
+            compete_probe_s: 5.0,
+            compete_follow: 0.7,
             compete_bar_s: 30.0,
+            compete_min_delivery: 0.9,
+            compete_max_delivery: 1.1,
+            compete_max_loss: 0.02,
+            compete_probe_rise: 0.5,
+            compete_floor_overshoot: 1.15,
             pacing_factor: 1.5,
         }
     }
@@ -160,7 +187,10 @@ impl RatelabCcConfig {
         for (name, v) in [("growth_per_s", self.growth_per_s), ("recover_growth_per_s", self.recover_growth_per_s), ("bw_window_s", self.bw_window_s), ("recover_fraction", self.recover_fraction), ("lookahead_ms", self.lookahead_ms), ("additive_kbps_per_s", self.additive_kbps_per_s),
                            ("compete_rise_ms", self.compete_rise_ms), ("compete_rate_hold", self.compete_rate_hold), ("compete_hold_s", self.compete_hold_s),
                            ("compete_renew_drop_ms", self.compete_renew_drop_ms), ("compete_additive_kbps_per_s", self.compete_additive_kbps_per_s),
-                           ("compete_probe_s", self.compete_probe_s), ("compete_follow", self.compete_follow), ("compete_bar_s", self.compete_bar_s)] {
+                           ("compete_probe_s", self.compete_probe_s), ("compete_follow", self.compete_follow), ("compete_bar_s", self.compete_bar_s),
+                           ("compete_min_delivery", self.compete_min_delivery), ("compete_max_delivery", self.compete_max_delivery),
+                           ("compete_max_loss", self.compete_max_loss), ("compete_probe_rise", self.compete_probe_rise),
+                           ("compete_floor_overshoot", self.compete_floor_overshoot)] {
             if !(v.is_finite() && v >= 0.0) { return Err(ConfigError::new(name, "must be a finite number ≥ 0")); }
         }
         if !(self.compete_beta > 0.0 && self.compete_beta <= 1.0) {
@@ -190,10 +220,14 @@ pub struct RatelabCc {
     q_max_1s: WindowedFilter<i64>,
     /// Start of the current drain episode: time, queuing delay (ms), delivery rate (bit/s).
     episode: Option<(Time, f64, f64)>,
+    /// What the flow sent and delivered during the current drain episode.
+    episode_ledger: Ledger,
     /// Last loss cut of the competitive mode, its end, its probation and its bar.
     last_cut: Option<Time>,
     compete_until: Option<Time>,
     probe: Option<Probe>,
+    /// The current re-verification round of the mode: its start and its ledger.
+    round: Option<(Time, Ledger)>,
     barred_until: Option<Time>,
     competitive: bool,
     last_update: Option<Time>,
@@ -216,9 +250,11 @@ impl RatelabCc {
             bw_max: WindowedFilter::max(Duration::from_secs_f64(cfg.bw_window_s)),
             q_max_1s: WindowedFilter::max(Duration::from_secs(1)),
             episode: None,
+            episode_ledger: Ledger::default(),
             last_cut: None,
             compete_until: None,
             probe: None,
+            round: None,
             barred_until: None,
             competitive: false,
             cfg,
@@ -268,7 +304,11 @@ impl RatelabCc {
             self.last_cut = Some(now);
             x * c.compete_beta
         } else {
-            (x + c.compete_additive_kbps_per_s * 1e3 * dt).min((r_bps * c.max_over_delivery).max(x))
+            let cap = match self.probe.as_ref() {
+                Some(p) if c.compete_probe_rise > 0.0 => p.start_rate() * (1.0 + c.compete_probe_rise),
+                _ => f64::INFINITY,
+            };
+            (x + c.compete_additive_kbps_per_s * 1e3 * dt).min((r_bps * c.max_over_delivery).max(x)).min(cap.max(x))
         };
         self.rate_bps = self.clamp(next);
     }
@@ -284,29 +324,44 @@ impl RatelabCc {
             let q_max_ms = self.q_max_1s.get().unwrap_or(0) as f64 / 1e3;
             let own_cut = self.last_cut.is_some_and(|t| now - t < Duration::from_secs(1));
             if q_max_ms - q_ms >= c.compete_renew_drop_ms && !own_cut { self.compete_until = Some(now + hold); }
+            let mut failed = false;
             if let Some(p) = self.probe.as_mut() {
                 match p.verdict(now, self.rate_bps, r_bps) {
                     Some(true) => self.probe = None,
-                    Some(false) => {
-                        self.probe = None;
-                        self.competitive = false;
-                        self.barred_until = Some(now + Duration::from_secs_f64(c.compete_bar_s));
-                    }
+                    Some(false) => failed = true,
                     None => {}
                 }
             }
-            if self.compete_until.is_some_and(|t| now >= t) { self.competitive = false; self.probe = None; }
-            if !self.competitive { self.episode = None; }
+            // Re-verification round: delivery must keep up with the measured send rate.
+            let round_len = Duration::from_secs_f64(c.compete_probe_s);
+            if let Some((_, ledger)) = self.round.as_ref().filter(|(t0, _)| now - *t0 >= round_len) {
+                let ratio_ok = ledger.delivered_over_sent().is_some_and(|f| f >= c.compete_min_delivery
+                    && (c.compete_max_delivery <= 0.0 || f <= c.compete_max_delivery));
+                if !ratio_ok || ledger.loss() > c.compete_max_loss { failed = true; }
+                self.round = Some((now, Ledger::default()));
+            }
+            if failed {
+                self.competitive = false;
+                self.barred_until = Some(now + Duration::from_secs_f64(c.compete_bar_s));
+            }
+            if self.compete_until.is_some_and(|t| now >= t) { self.competitive = false; }
+            if !self.competitive { self.probe = None; self.round = None; }
+            if !self.competitive { self.episode = None; self.episode_ledger = Ledger::default(); }
             return;
         }
-        if !draining || self.barred_until.is_some_and(|t| now < t) { self.episode = None; return; }
+        if !draining || self.barred_until.is_some_and(|t| now < t) { self.episode = None; self.episode_ledger = Ledger::default(); return; }
         let &mut (t0, q0, r0) = self.episode.get_or_insert((now, q_ms, r_bps));
         if (now - t0).as_secs_f64() < c.compete_window_s { return; }
         self.episode = None;
-        if q_ms - q0 >= c.compete_rise_ms && r_bps >= c.compete_rate_hold * r0 {
+        let ledger = std::mem::take(&mut self.episode_ledger);
+        let at_floor = self.rate_bps <= self.constraints.min_rate.bps_f64() * 1.001;
+        let overshoot = c.compete_floor_overshoot > 0.0 && at_floor
+            && ledger.send_rate().is_some_and(|s| s > c.compete_floor_overshoot * self.rate_bps);
+        if q_ms - q0 >= c.compete_rise_ms && r_bps >= c.compete_rate_hold * r0 && !overshoot {
             self.competitive = true;
             self.compete_until = Some(now + hold);
             self.probe = (c.compete_probe_s > 0.0).then(|| Probe::new(now, Duration::from_secs_f64(c.compete_probe_s), c.compete_follow, self.rate_bps, r_bps));
+            self.round = (c.compete_probe_s > 0.0 && c.compete_min_delivery > 0.0).then(|| (now, Ledger::default()));
         }
     }
 }
@@ -326,6 +381,8 @@ impl Controller for RatelabCc {
 
     fn on_feedback(&mut self, fb: &TransportFeedback) -> Update {
         let now = fb.feedback_time;
+        if let Some((_, ledger)) = self.round.as_mut() { ledger.add(fb); }
+        if self.episode.is_some() { self.episode_ledger.add(fb); }
         let mut owd_sum = 0.0;
         let mut n = 0u32;
         for p in fb.received_by_arrival() {
