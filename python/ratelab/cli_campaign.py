@@ -234,7 +234,7 @@ def query(campaign: str, sql: str, out: str, fmt_: str) -> None:
               help="Traces to average over (traces/split.csv); repeat for several tables.  [default: all, train, test]")
 @click.option("--reference", default="oracle", show_default=True, help="Controller whose p95 the others are compared to.")
 @click.option("--format", "fmt_", type=click.Choice(["markdown", "csv", "json"]), default="markdown", show_default=True)
-@click.option("--per-run", is_flag=True, help="Print one row per run (controller, trace, seed) instead.")
+@click.option("--per-run", is_flag=True, help="Print one row per run (controller, trace, seed, the trace's split) instead; --split train|test keeps those runs only.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the Pareto plot (utilization against p95, one panel per split) to this PNG.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -260,7 +260,15 @@ def tradeoff(campaign: str, out: str, splits: tuple[str, ...], reference: str, f
         raise InputError("--report", str(report_path), "the page is written as HTML: give a file name ending in .html")
     rows = run_rows(root)
     summaries = {sp: summarize(rows, sp, reference=reference) for sp in (splits or ("all", "train", "test"))}
-    tables = {"runs": rows} if per_run else summaries
+    if per_run:
+        # Each run with its trace's split; --split keeps only those splits' runs (default: all).
+        from .tradeoff import trace_splits
+
+        of = trace_splits(rows)
+        keep = set(splits) if splits and "all" not in splits else {"train", "test"}
+        tables = {"runs": [{**r, "split": of[r["scenario"]]} for r in rows if of[r["scenario"]] in keep]}
+    else:
+        tables = summaries
     if plot_path is not None:
         plot_path.parent.mkdir(parents=True, exist_ok=True)
         plot(summaries, plot_path)

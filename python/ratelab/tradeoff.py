@@ -135,6 +135,15 @@ def run_rows(root: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def trace_splits(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Trace (scenario) name → "train" / "test": traces/split.csv for shipped traces, the same
+    hash rule for others."""
+    known = shipped_split()
+    names = sorted({r["scenario"] for r in rows})
+    computed = split_of(names)
+    return {n: known.get(n, computed[n]) for n in names}
+
+
 def summarize(rows: Sequence[dict[str, Any]], split: str = "all", splits: dict[str, str] | None = None,
               reference: str = "oracle") -> list[dict[str, Any]]:
     """Per controller: mean over seeds of (mean over the split's traces) of utilization and p95
@@ -143,10 +152,7 @@ def summarize(rows: Sequence[dict[str, Any]], split: str = "all", splits: dict[s
     if split not in SPLITS:
         raise InputError("--split", "", f"unknown split '{split}' (known: {', '.join(SPLITS)})")
     if splits is None:
-        known = shipped_split()
-        names = sorted({r["scenario"] for r in rows})
-        computed = split_of(names)
-        splits = {n: known.get(n, computed[n]) for n in names}
+        splits = trace_splits(rows)
     rows = [r for r in rows if split == "all" or splits.get(r["scenario"]) == split]
     controllers = sorted({r["controller"] for r in rows}, key=lambda c: (c != reference, c))
     seeds = sorted({r["seed"] for r in rows})

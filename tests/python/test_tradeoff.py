@@ -132,6 +132,18 @@ def test_tradeoff_cli_on_a_small_campaign(tmp_path, core, cli):
     assert r.returncode == 2 and "--plot" in r.stderr and "Traceback" not in r.stderr
     r = cli("tradeoff", "markdown-test", "--out", str(out))
     assert r.returncode == 2 and "no campaign folder" in r.stderr
+    # --per-run lists each run with its trace's split, and --split filters them
+    from ratelab.tradeoff import shipped_split
+
+    split = shipped_split()["opennetlab-WIRED_900kbs"]
+    other = "test" if split == "train" else "train"
+    r = cli("tradeoff", "small", "--out", str(out), "--per-run", "--format", "json")
+    runs = json.loads(r.stdout)["runs"]
+    assert len(runs) == 2 and {x["split"] for x in runs} == {split}
+    r = cli("tradeoff", "small", "--out", str(out), "--per-run", "--split", split, "--format", "json")
+    assert len(json.loads(r.stdout)["runs"]) == 2
+    r = cli("tradeoff", "small", "--out", str(out), "--per-run", "--split", other, "--format", "json")
+    assert json.loads(r.stdout)["runs"] == []
 
     # The campaign's HTML page carries the same summary: the section against the oracle, its
     # Pareto figure and, per split, a table whose numbers are the JSON's (data-v, 6 digits).
