@@ -116,6 +116,15 @@ impl<E> EventQueue<E> {
 mod tests {
     use super::*;
 
+    /// Pop one event and check it is the model's earliest (time in ms, push number, payload).
+    fn pop_and_check(q: &mut EventQueue<u32>, model: &mut Vec<(i64, u64, u32)>) -> u32 {
+        let (t, e) = q.pop().expect("the queue holds what the model holds");
+        let i = (0..model.len()).min_by_key(|&i| (model[i].0, model[i].1)).expect("the model is not empty");
+        let (mt, _, me) = model.remove(i);
+        assert_eq!((t, e), (Time::from_ms(mt), me));
+        e
+    }
+
     #[test]
     fn time_order_then_fifo() {
         let mut q = EventQueue::default();
@@ -143,11 +152,7 @@ mod tests {
                 model.push((t, n, step));
                 n += 1;
             } else {
-                let (t, e) = q.pop().unwrap();
-                let i = (0..model.len()).min_by_key(|&i| (model[i].0, model[i].1)).unwrap();
-                let (mt, _, me) = model.remove(i);
-                assert_eq!((t, e), (Time::from_ms(mt), me));
-                seen.push(e);
+                seen.push(pop_and_check(&mut q, &mut model));
             }
             assert_eq!(q.len(), model.len());
             peak = peak.max(q.len());
@@ -185,20 +190,13 @@ mod tests {
                 }
                 n += 1;
             } else {
-                let (t, e) = q.pop().unwrap();
-                let i = (0..model.len()).min_by_key(|&i| (model[i].0, model[i].1)).unwrap();
-                let (mt, _, me) = model.remove(i);
-                assert_eq!((t, e), (Time::from_ms(mt), me), "pop {popped}");
+                pop_and_check(&mut q, &mut model);
                 popped += 1;
             }
             assert_eq!(q.len(), model.len());
             assert_eq!(q.peek_time(), model.iter().map(|m| (m.0, m.1)).min().map(|m| Time::from_ms(m.0)));
         }
-        while let Some((t, e)) = q.pop() {
-            let i = (0..model.len()).min_by_key(|&i| (model[i].0, model[i].1)).unwrap();
-            let (mt, _, me) = model.remove(i);
-            assert_eq!((t, e), (Time::from_ms(mt), me));
-        }
+        while !q.is_empty() { pop_and_check(&mut q, &mut model); }
         assert!(model.is_empty() && popped > 2000 && laned > 5000, "{popped} pops, {laned} laned");
     }
 }
