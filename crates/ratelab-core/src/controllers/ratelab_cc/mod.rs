@@ -70,6 +70,8 @@ use probe::{Ledger, Probe};
 pub struct RatelabCcConfig {
     /// Queuing delay the controller aims to keep, ms: enough standing queue that the link never
     /// idles while the capacity wanders, small next to the 100-200 ms an interactive call tolerates.
+    /// 23 ms: of 19-25 ms on the training traces of both trace sets (3 seeds), the value with the
+    /// largest smaller margin to the goals (≥ 85 % utilization, p95 ≤ 1.2 × the oracle's).
     pub queue_target_ms: f64,
     /// Multiplicative growth rate G per second at an empty queue (1.0: ×e per second at most).
     pub growth_per_s: f64,
@@ -142,7 +144,7 @@ pub struct RatelabCcConfig {
 impl Default for RatelabCcConfig {
     fn default() -> Self {
         RatelabCcConfig {
-            queue_target_ms: 25.0,
+            queue_target_ms: 23.0,
             growth_per_s: 0.3,
             additive_kbps_per_s: 300.0,
             drain_s: 0.3,
