@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .results import write_text_atomic
 from .store import DONE_FILE, ERROR_FILE, TMP_DIR
 
 MARKER = "_COMPLETE"
@@ -172,9 +173,7 @@ def sync(r: RemoteRoot) -> dict[str, str]:
                 data = src.read()
         except Exception as exc:  # noqa: BLE001
             raise _wrap(r, "read plan.json", exc) from None
-        tmp = cache / ".plan.json.part"
-        tmp.write_bytes(data)
-        os.replace(tmp, cache / "plan.json")
+        write_text_atomic(cache / "plan.json", data.decode("utf-8"))
     return states
 
 

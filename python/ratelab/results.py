@@ -13,11 +13,12 @@ that delivered nothing) becomes ``null`` so the file is strict JSON.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, TextIO
 
 from . import __version__
 from .runner import ScenarioRun
@@ -48,12 +49,25 @@ def load_summary(path: str | Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write to a temporary name, then rename: readers never see half a file."""
+@contextlib.contextmanager
+def atomic_text(path: Path) -> Iterator[TextIO]:
+    """A text file written under a temporary name and renamed into place when the block ends:
+    readers never see half a file, and a block that fails leaves neither file behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            yield fh
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write to a temporary name, then rename: readers never see half a file."""
+    with atomic_text(path) as fh:
+        fh.write(text)
 
 
 def _strict(v: Any) -> Any:

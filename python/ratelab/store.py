@@ -321,11 +321,11 @@ def write_plan(root: Path, plan_source: str, specs: list[RunSpec]) -> None:
     in the number of runs (a 20,000-run plan is one scenario document per scenario × grid value)."""
     from dataclasses import fields
 
+    from .results import atomic_text
+
     names = [f.name for f in fields(RunSpec) if f.name != "scenario_doc"]
     encoded: dict[int, str] = {}
-    path = root / "plan.json"
-    tmp = path.with_name(path.name + ".part")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_text(root / "plan.json") as fh:
         fh.write(json.dumps({"ratelab_version": __version__, "plan": plan_source})[:-1] + ', "runs": [')
         for i, s in enumerate(specs):
             doc = encoded.get(id(s.scenario_doc))
@@ -334,7 +334,6 @@ def write_plan(root: Path, plan_source: str, specs: list[RunSpec]) -> None:
             head = json.dumps({n: getattr(s, n) for n in names}, default=str)
             fh.write(("" if i == 0 else ", ") + head[:-1] + ', "scenario_doc": ' + doc + "}")
         fh.write("]}\n")
-    os.replace(tmp, path)
 
 
 def read_plan(root: Path) -> list[RunSpec]:

@@ -228,3 +228,20 @@ def test_plan_json_encodes_each_scenario_document_once(tmp_path, monkeypatch):
     assert len(specs) == 80 and len(encoded) == 2
     assert [s.to_dict() for s in store.read_plan(tmp_path)] == [s.to_dict() for s in specs]
     assert not list(tmp_path.glob("*.part"))
+
+
+def test_atomic_text_leaves_no_file_when_the_writer_fails(tmp_path):
+    """plan.json and summary.json go through results.atomic_text: a block that raises half-way
+    leaves the old file as it was and no temporary file behind."""
+    from ratelab.results import atomic_text
+
+    path = tmp_path / "plan.json"
+    path.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with atomic_text(path) as fh:
+            fh.write("half a fi")
+            raise RuntimeError("interrupted")
+    assert path.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
+    with atomic_text(path) as fh:
+        fh.write("new\n")
+    assert path.read_text() == "new\n" and sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
