@@ -247,7 +247,7 @@ def tradeoff(campaign: str, out: str, splits: tuple[str, ...], reference: str, f
     import json
 
     from .results import _strict
-    from .tradeoff import markdown, plot, run_rows, summarize
+    from .tradeoff import markdown, plot, run_rows, summarize, trace_splits
 
     from .remote import find_campaign
 
@@ -259,12 +259,10 @@ def tradeoff(campaign: str, out: str, splits: tuple[str, ...], reference: str, f
     if report_path is not None and report_path.suffix.lower() not in (".html", ".htm"):
         raise InputError("--report", str(report_path), "the page is written as HTML: give a file name ending in .html")
     rows = run_rows(root)
-    summaries = {sp: summarize(rows, sp, reference=reference) for sp in (splits or ("all", "train", "test"))}
+    of = trace_splits(rows)
+    summaries = {sp: summarize(rows, sp, of, reference=reference) for sp in (splits or ("all", "train", "test"))}
     if per_run:
         # Each run with its trace's split; --split keeps only those splits' runs (default: all).
-        from .tradeoff import trace_splits
-
-        of = trace_splits(rows)
         keep = set(splits) if splits and "all" not in splits else {"train", "test"}
         tables = {"runs": [{**r, "split": of[r["scenario"]]} for r in rows if of[r["scenario"]] in keep]}
     else:

@@ -235,7 +235,8 @@ def _oracle_section(root: Path, assets: Path, rows: list[dict[str, Any]] | None 
         return (f'<h2>Against the {reference}</h2><p class="note">Not shown: the campaign has no {reference} runs '
                 f"(add <code>{reference}</code> to its controllers to compare every controller with the capacity it "
                 "could have used).</p>")
-    tables = {sp: tradeoff.summarize(rows, sp, reference=reference) for sp in tradeoff.SPLITS}
+    of = tradeoff.trace_splits(rows)
+    tables = {sp: tradeoff.summarize(rows, sp, of, reference=reference) for sp in tradeoff.SPLITS}
     tables = {sp: t for sp, t in tables.items() if t and t[0]["traces"] > 0}
     png = tradeoff.plot(tables, assets / "tradeoff.png")
     ratio = "p95_vs_" + reference
