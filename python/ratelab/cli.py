@@ -15,7 +15,7 @@ from typing import Sequence
 import click
 
 from . import __version__
-from .errors import InputError
+from .errors import InputError, one_line
 from .live import register as _register_live
 from .runner import Interrupted, ScenarioRun, check_controllers, progress_bar, run_scenario
 from .campaign import MAX_DURATION_S
@@ -358,10 +358,6 @@ def _console():
     return Console(width=None if sys.stdout.isatty() else 160)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 # `ratelab live run|send|recv` and `ratelab emulate` (python/ratelab/live.py).
 _register_live(cli)
 # `ratelab sweep`, `leaderboard`, `query`, `tradeoff` (python/ratelab/cli_campaign.py).
@@ -386,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
-        click.echo("error: " + _one_line(exc.format_message()), err=True)
+        click.echo("error: " + one_line(exc.format_message()), err=True)
         return 2
     except (Interrupted, KeyboardInterrupt, click.exceptions.Abort):
         click.echo("interrupted: finished runs were kept", err=True)

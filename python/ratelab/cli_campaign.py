@@ -9,9 +9,23 @@ from pathlib import Path
 import click
 
 from .campaign import MAX_DURATION_S
-from .cli import CONTEXT, _console, _one_line, cli
-from .errors import InputError
+from .cli import CONTEXT, _console, cli
+from .errors import InputError, one_line
 from .runner import check_controllers
+
+
+def execution_options(command):
+    """How a campaign's runs execute, shared by `sweep` and `leaderboard`: where Ray tasks put
+    their files, how many runs at once, and the line per finished run."""
+    for option in reversed([
+        click.option("--ray-files", type=click.Choice(["object-store", "shared"]), default="object-store", show_default=True,
+                     help="Ray: object-store returns each run's files to this machine (nodes need no shared disk); "
+                          "shared: tasks write into --out themselves (every node must mount it at the same path)."),
+        click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]"),
+        click.option("-q", "--quiet", is_flag=True, help="No line per finished run."),
+    ]):
+        command = option(command)
+    return command
 
 
 @cli.command()
@@ -24,11 +38,7 @@ from .runner import check_controllers
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: a process pool on this machine; ray: Ray tasks (pip install 'ratelab[ray]').")
 @click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (auto, ray://HOST:10001, HOST:6379); default: start a local Ray.")
-@click.option("--ray-files", type=click.Choice(["object-store", "shared"]), default="object-store", show_default=True,
-              help="Ray: object-store returns each run's files to this machine (nodes need no shared disk); "
-                   "shared: tasks write into --out themselves (every node must mount it at the same path).")
-@click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]")
-@click.option("-q", "--quiet", is_flag=True, help="No line per finished run.")
+@execution_options
 def sweep(plan: str | None, out: str | None, dry_run: bool, show_status: bool, engine: str, address: str | None,
           ray_files: str, workers: int | None, quiet: bool) -> int:
     """Run a campaign PLAN (a plan TOML file or a built-in plan such as `rmcat`): every controller ×
@@ -96,11 +106,7 @@ def sweep(plan: str | None, out: str | None, dry_run: bool, show_status: bool, e
               help="HTML file.  [default: <out>/leaderboard/leaderboard.html]")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (with --engine ray).")
-@click.option("--ray-files", type=click.Choice(["object-store", "shared"]), default="object-store", show_default=True,
-              help="Ray: object-store returns each run's files to this machine (nodes need no shared disk); "
-                   "shared: tasks write into --out themselves (every node must mount it at the same path).")
-@click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]")
-@click.option("-q", "--quiet", is_flag=True, help="No line per finished run.")
+@execution_options
 def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, duration: float, out: Path, report: Path | None,
                 engine: str, address: str | None, ray_files: str, workers: int | None, quiet: bool) -> int:
     """Every controller over every real trace × seeds, ranked in one self-contained HTML page."""
@@ -199,7 +205,7 @@ def query(campaign: str, sql: str, out: str, fmt_: str) -> None:
         cols = [d[0] for d in rel.description] if rel.description else []
         rows = rel.fetchall() if cols else []
     except duckdb.Error as exc:
-        raise InputError("query", "", _one_line(str(exc))) from None
+        raise InputError("query", "", one_line(str(exc))) from None
     finally:
         con.close()
     if fmt_ == "csv":

@@ -13,6 +13,13 @@ import re
 _JSON_POSITION = re.compile(r"\s+at line \d+ column \d+$")
 
 
+def one_line(text: str, limit: int | None = None) -> str:
+    """``text`` with its white space (newlines included) folded to single spaces, cut to ``limit``
+    characters with "..." when given: a message from a library fit for one error line."""
+    text = " ".join(str(text).split())
+    return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
+
+
 class InputError(Exception):
     """Bad input, located by file (or flag) and dotted field path; either may be empty."""
 

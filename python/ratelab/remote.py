@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, one_line
 from .results import write_text_atomic
 from .store import DONE_FILE, ERROR_FILE, TMP_DIR
 
@@ -61,11 +61,6 @@ def cache_base() -> Path:
     return Path(xdg) / "ratelab" / "remote"
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) < 300 else text[:297] + "..."
-
-
 def remote_root(out: str, name: str) -> RemoteRoot:
     """The campaign ``name`` under the URI ``out``; a URI pyarrow cannot open is an InputError."""
     from pyarrow import fs as pafs
@@ -73,7 +68,7 @@ def remote_root(out: str, name: str) -> RemoteRoot:
     try:
         fs, base = pafs.FileSystem.from_uri(out)
     except Exception as exc:  # noqa: BLE001 - ArrowInvalid, ArrowNotImplementedError, OSError
-        raise InputError("--out", out, f"not a usable file system URI ({_one_line(exc)})") from None
+        raise InputError("--out", out, f"not a usable file system URI ({one_line(str(exc), 300)})") from None
     path = base.rstrip("/") + "/" + name if base.strip("/") else name
     uri = out.split("?", 1)[0].rstrip("/") + "/" + name
     key = hashlib.sha256(f"{out}\0{name}".encode()).hexdigest()[:16]
@@ -115,7 +110,7 @@ def _exists(r: RemoteRoot, name: str) -> bool:
 
 
 def _wrap(r: RemoteRoot, what: str, exc: BaseException) -> InputError:
-    return InputError(r.uri, "", f"cannot {what} ({_one_line(exc)})")
+    return InputError(r.uri, "", f"cannot {what} ({one_line(str(exc), 300)})")
 
 
 def listing(r: RemoteRoot) -> dict[str, dict[str, Any]]:
