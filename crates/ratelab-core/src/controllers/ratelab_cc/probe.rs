@@ -70,6 +70,11 @@ fn widen(span: &mut Option<(Time, Time)>, t: Time) {
     *span = Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
 }
 
+/// A span's length in seconds; `None` without one or when it is a single instant.
+fn seconds(span: Option<(Time, Time)>) -> Option<f64> {
+    span.map(|(a, b)| (b - a).as_secs_f64()).filter(|d| *d > 0.0)
+}
+
 impl Ledger {
     pub(super) fn add(&mut self, fb: &TransportFeedback) {
         for p in &fb.packets {
@@ -84,9 +89,7 @@ impl Ledger {
 
     /// Measured send rate, bit/s: bytes sent over the span of their send times.
     pub(super) fn send_rate(&self) -> Option<f64> {
-        let (a, b) = self.send_span?;
-        let d = (b - a).as_secs_f64();
-        (d > 0.0).then(|| self.sent_bytes * 8.0 / d)
+        seconds(self.send_span).map(|d| self.sent_bytes * 8.0 / d)
     }
 
     /// Fraction of the round's sent bytes reported lost (0 without packets).
@@ -96,8 +99,7 @@ impl Ledger {
     /// Delivery rate over send rate of the round (bytes over the span of their own timestamps);
     /// `None` without at least two sent and two received packets at distinct times.
     pub(super) fn delivered_over_sent(&self) -> Option<f64> {
-        let span = |s: Option<(Time, Time)>| s.map(|(a, b)| (b - a).as_secs_f64()).filter(|d| *d > 0.0);
-        let (ts, tr) = (span(self.send_span)?, span(self.recv_span)?);
+        let (ts, tr) = (seconds(self.send_span)?, seconds(self.recv_span)?);
         (self.sent_bytes > 0.0).then(|| (self.recv_bytes / tr) / (self.sent_bytes / ts))
     }
 }
