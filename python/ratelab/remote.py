@@ -66,13 +66,23 @@ def remote_root(out: str, name: str) -> RemoteRoot:
     from pyarrow import fs as pafs
 
     try:
-        fs, base = pafs.FileSystem.from_uri(out)
+        fs, base = pafs.FileSystem.from_uri(_single_put(out))
     except Exception as exc:  # noqa: BLE001 - ArrowInvalid, ArrowNotImplementedError, OSError
         raise InputError("--out", out, f"not a usable file system URI ({one_line(str(exc), 300)})") from None
     path = base.rstrip("/") + "/" + name if base.strip("/") else name
     uri = out.split("?", 1)[0].rstrip("/") + "/" + name
     key = hashlib.sha256(f"{out}\0{name}".encode()).hexdigest()[:16]
     return RemoteRoot(uri, fs, path, cache_base() / key / name)
+
+
+def _single_put(out: str) -> str:
+    """An s3:// URI opens with ``allow_delayed_open=true`` unless the user says otherwise: every file
+    ratelab writes is small, and so goes up as one PutObject instead of a three-request multipart
+    upload (fewer round trips; some S3-compatible servers, e.g. moto 5.2.1, fail the multipart one)."""
+    head, _, query = out.partition("?")
+    if not head.startswith("s3://") or "allow_delayed_open=" in query:
+        return out
+    return f"{head}?{query + '&' if query else ''}allow_delayed_open=true"
 
 
 def split_uri(uri: str) -> tuple[str, str]:

@@ -171,3 +171,13 @@ def test_s3_store(tmp_path, core, s3_server):
                            access_key="test", secret_key="test", allow_bucket_creation=True)
     fs.create_dir("ratelab-test")
     _check_store(f"s3://ratelab-test/campaigns?endpoint_override={s3_server}&scheme=http&region=us-east-1", tmp_path)
+
+
+def test_s3_uri_opens_with_single_put():
+    """Small files go up as one PutObject (allow_delayed_open) unless the user chose otherwise."""
+    from ratelab.remote import _single_put
+
+    assert _single_put("s3://b/p") == "s3://b/p?allow_delayed_open=true"
+    assert _single_put("s3://b/p?region=eu-west-1") == "s3://b/p?region=eu-west-1&allow_delayed_open=true"
+    assert _single_put("s3://b/p?allow_delayed_open=false") == "s3://b/p?allow_delayed_open=false"
+    assert _single_put("gs://b/p") == "gs://b/p" and _single_put("file:///tmp/x") == "file:///tmp/x"
