@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::controller::{ProbeCluster, ReceivedPacket};
+use acked_bitrate::AckedEstimatorKind;
 use proptest::prelude::*;
 use std::collections::VecDeque;
 
