@@ -175,7 +175,7 @@ def produce_run(spec: RunSpec, folder: Path, base_dir: str | None = None) -> dic
     t0 = time.perf_counter()
     c0 = time.process_time()
     try:
-        result = _simulate(spec, folder)
+        result, table = _simulate(spec, folder)
     except Exception as exc:  # noqa: BLE001 - a failing run is recorded, the campaign goes on
         err = _error_record(spec, exc, time.perf_counter() - t0)
         shutil.rmtree(folder, ignore_errors=True)
@@ -188,7 +188,15 @@ def produce_run(spec: RunSpec, folder: Path, base_dir: str | None = None) -> dic
             # the worker's CPU since it started: tools/campaign_overhead.py sums the last per pid
             "pid": os.getpid(), "proc_cpu_s": time.process_time(),
             "sim_speed": result.sim_speed, "utilization": result.link.get("utilization"),
-            "owd_ms_p95": max((f.get("owd_ms_p95") or 0.0 for f in media), default=None)}
+            "owd_ms_p95": max((f.get("owd_ms_p95") or 0.0 for f in media), default=None),
+            # the rows of flows.parquet (Arrow IPC), for the driver's summary update (summary.FreshFlows)
+            "flows_ipc": _fresh_flows(spec.run_id, table)}
+
+
+def _fresh_flows(run_id: str, table):
+    from .summary import fresh_flows
+
+    return fresh_flows(run_id, table)
 
 
 def _simulate(spec: RunSpec, run_dir: Path):
@@ -212,7 +220,7 @@ def _simulate(spec: RunSpec, run_dir: Path):
     # ~0.4 ms per write and ~1 ms per read (the summary reads every run's file once).
     pq.write_table(table, tmp, compression="none", use_dictionary=False)
     os.replace(tmp, run_dir / DONE_FILE)
-    return result
+    return result, table
 
 
 def flow_rows(spec: RunSpec, result: RunResult) -> list[dict[str, Any]]:
@@ -377,11 +385,11 @@ def connect(root: Path, views=None):
     return _connect(root, views)
 
 
-def rebuild_summary(root: Path, *, full: bool = False) -> Path | None:
+def rebuild_summary(root: Path, *, full: bool = False, fresh=None) -> Path | None:
     """Bring ``summary.parquet`` up to date (incrementally; see :mod:`ratelab.summary`)."""
     from .summary import rebuild_summary as _rebuild
 
-    return _rebuild(root, full=full)
+    return _rebuild(root, full=full, fresh=fresh)
 
 
 def _sql_str(s: str) -> str:

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from .campaign import Plan, RunSpec, expand_plan
 from .remote import RemoteRoot, sync, upload_file, upload_run
+from .summary import FreshFlows
 from .store import campaign_lock, git_commit, rebuild_summary, run_state, status, write_plan
 
 #: Called with each finished run's summary dict and the counts so far.
@@ -74,16 +75,19 @@ def run_sweep(plan: Plan, root: "Path | RemoteRoot", *, engine: str = "local", w
         else:
             todo = [s for s in specs if run_state(root, s.run_id) != "done"]
         res.skipped = len(specs) - len(todo)
+        fresh = FreshFlows()
         t0 = time.perf_counter()
         try:
             if todo:
                 it = run_ray(todo, root, address, workers, ray_files) if engine == "ray" else run_local(todo, root, workers)
                 for summary in it:
                     st = summary.get("status")
+                    flows_ipc = summary.pop("flows_ipc", None)
                     if remote is not None and st in ("done", "failed"):
                         upload_run(remote, summary["run_id"])
                     if st == "done":
                         res.done += 1
+                        fresh.add(summary["run_id"], flows_ipc)
                     elif st == "failed":
                         res.failed += 1
                         res.errors.append((summary["run_id"], str(summary.get("error", ""))))
@@ -96,7 +100,7 @@ def run_sweep(plan: Plan, root: "Path | RemoteRoot", *, engine: str = "local", w
                         on_run(summary, res)
         finally:
             res.wall_s = time.perf_counter() - t0
-            summary_path = rebuild_summary(root)
+            summary_path = rebuild_summary(root, fresh=fresh)
             if remote is not None and summary_path is not None:
                 upload_file(remote, summary_path, "summary.parquet")
     return res

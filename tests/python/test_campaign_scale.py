@@ -245,3 +245,46 @@ def test_atomic_text_leaves_no_file_when_the_writer_fails(tmp_path):
     with atomic_text(path) as fh:
         fh.write("new\n")
     assert path.read_text() == "new\n" and sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
+
+
+def test_the_summary_after_a_sweep_uses_the_workers_tables_and_equals_a_full_rebuild(tmp_path, core, monkeypatch):
+    """The workers hand each run's flows rows back with its result, so the summary update at the
+    end of a sweep reads no flows file; the summary still equals one rebuilt from the files, with
+    runs whose columns differ (controller parameters, grid values, a failed run) in one sweep."""
+    import ratelab.summary as summary
+    from ratelab.campaign import load_plan
+    from ratelab.sweep import run_sweep
+
+    (tmp_path / "tiny.toml").write_text(TINY.replace("duration_s = 3", "duration_s = 2"))
+    plan = load_plan("mixed", data={"name": "mixed", "controllers": ["gcc", "aimd"], "seeds": [1, 2],
+                                    "params": {"gcc": {"profile": ["current", "m84"]}},
+                                    "scenarios": [str(tmp_path / "tiny.toml")], "grid": {"link.loss": [0, 0.02, 2]}})  # 2: out of range, those runs fail
+    read = []
+    real = summary._read_files
+    monkeypatch.setattr(summary, "_read_files", lambda files: read.append(len(files)) or real(files))
+    root = tmp_path / "out" / "mixed"
+    res = run_sweep(plan, root, workers=2)
+    assert (res.done, res.failed) == (12, 6) and read == []
+    _equals_full_rebuild(root, tmp_path)
+    table = pq.read_table(root / "summary.parquet")
+    assert table.schema.field("seed").type == pa.int64() and table.schema.field("scenario").type == pa.string()
+
+
+def test_fresh_flows_match_the_file_as_the_summary_reads_it(tmp_path, core):
+    """One run's table from the worker, with its hive columns, equals DuckDB's read of its file;
+    folder names it cannot parse exactly fall back to reading the file."""
+    import duckdb
+
+    from ratelab.summary import _flows_select, _read_files, fresh_flows
+
+    root = tmp_path / "c"
+    _run(tmp_path, root, [3])
+    path = root / "controller=gcc/scenario=tiny/seed=3/flows.parquet"
+    con = duckdb.connect()
+    from_file = con.sql(_flows_select(con, _read_files([str(path)]))).to_arrow_table()
+    held = pa.ipc.open_stream(fresh_flows("controller=gcc/scenario=tiny/seed=3", pq.read_table(path))).read_all()
+    con.register("held", held)
+    assert con.sql(_flows_select(con, "held")).to_arrow_table().equals(from_file)
+    for odd in ("controller=gcc/scenario=a%20b/seed=3", "controller=gcc/scenario=x/seed=03", "scenario=x/seed=3",
+                "controller=gcc/scenario=x/seed=3/extra=1"):
+        assert fresh_flows(odd, pq.read_table(path)) is None
