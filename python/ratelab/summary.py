@@ -271,7 +271,7 @@ def connect(root: Path, views: Iterable[str] | None = None, stats: dict[str, int
     con = duckdb.connect()
     root = Path(root)
     done, failed = scan_runs(root, stats)
-    opts = "hive_partitioning = true, union_by_name = true"
+    opts = f"hive_partitioning = true, union_by_name = true, hive_types = {HIVE_TYPES}"
     for view, name in (("series", "series.parquet"), ("packets", "packets.parquet")):
         if view in wanted and has_files(root, name):
             glob = str(root / "controller=*" / "scenario=*" / "seed=*" / name)
