@@ -13,6 +13,13 @@
 //! and a lane is sorted by (time, number), so the heap's minimum is still the global minimum:
 //! events pop in exactly the order a single heap gives. An event that would arrive before its
 //! lane's tail (a delay that shrank) goes to the heap instead.
+//!
+//! **Slots.** Per data packet, a flow's pacer wake-up and its link's end of transmission are
+//! each one pending event of their source at a time, almost always. A slot
+//! ([`EventQueue::push_in_slot`]) holds one such event with its own (time, insertion number),
+//! outside the heap; a pop takes the earlier of the heap's head and the earliest slot (kept
+//! cached), so the order is still exactly a single heap's. A push to a full slot (a second
+//! pending wake-up of the same pacer) goes to the heap: nothing is replaced or dropped.
 
 use crate::units::Time;
 use std::cmp::Ordering;
@@ -40,13 +47,20 @@ pub struct EventQueue<E> {
     free: Vec<u32>,
     /// FIFO lanes: (time, insertion number, event), sorted; the head has a key in the heap.
     lanes: Vec<VecDeque<(Time, u64, E)>>,
+    /// Single-event slots: (time, insertion number, event); not in the heap.
+    single: Vec<Option<(Time, u64, E)>>,
+    /// The occupied slot with the earliest (time, insertion number), if any.
+    single_min: Option<usize>,
     next_order: u64,
     len: usize,
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { heap: BinaryHeap::new(), slots: Vec::new(), free: Vec::new(), lanes: Vec::new(), next_order: 0, len: 0 }
+        EventQueue {
+            heap: BinaryHeap::new(), slots: Vec::new(), free: Vec::new(), lanes: Vec::new(),
+            single: Vec::new(), single_min: None, next_order: 0, len: 0,
+        }
     }
 }
 
@@ -85,9 +99,75 @@ impl<E> EventQueue<E> {
         self.len += 1;
     }
 
-    pub fn peek_time(&self) -> Option<Time> { self.heap.peek().map(|k| k.time) }
+    /// Schedule `event` in single-event slot `slot` (numbered by the caller, densely from 0): the
+    /// same order as [`EventQueue::push`]; if the slot already holds an event, `event` goes to
+    /// the heap.
+    pub fn push_in_slot(&mut self, slot: usize, time: Time, event: E) {
+        if slot >= self.single.len() { self.single.resize_with(slot + 1, || None); }
+        if self.single[slot].is_some() { return self.push(time, event); }
+        let order = self.next_order;
+        self.single[slot] = Some((time, order, event));
+        let earlier = match self.single_min.and_then(|m| self.single[m].as_ref()) {
+            Some(&(t, o, _)) => (time, order) < (t, o),
+            None => true,
+        };
+        if earlier { self.single_min = Some(slot); }
+        self.next_order += 1;
+        self.len += 1;
+    }
+
+    /// (time, insertion number) of the earliest slot event, if any.
+    fn single_head(&self) -> Option<(Time, u64)> {
+        let m = self.single_min?;
+        self.single[m].as_ref().map(|&(t, o, _)| (t, o))
+    }
+
+    /// Where the earliest event waits (true: in a slot) and its time.
+    fn earliest(&self) -> Option<(bool, Time)> {
+        let heap = self.heap.peek().map(|k| (k.time, k.order));
+        match (heap, self.single_head()) {
+            (Some(h), Some(s)) => Some(if s < h { (true, s.0) } else { (false, h.0) }),
+            (None, Some(s)) => Some((true, s.0)),
+            (Some(h), None) => Some((false, h.0)),
+            (None, None) => None,
+        }
+    }
+
+    /// Pop the earliest event if its time is at most `limit` (one look at the heads instead of
+    /// a `peek_time` and a `pop`).
+    pub fn pop_until(&mut self, limit: Time) -> Option<(Time, E)> {
+        match self.earliest()? {
+            (_, t) if t > limit => None,
+            (true, _) => Some(self.pop_single()),
+            (false, _) => self.pop_heap(),
+        }
+    }
 
     pub fn pop(&mut self) -> Option<(Time, E)> {
+        match self.earliest()? {
+            (true, _) => Some(self.pop_single()),
+            (false, _) => self.pop_heap(),
+        }
+    }
+
+    pub fn peek_time(&self) -> Option<Time> { self.earliest().map(|e| e.1) }
+
+    /// Take the earliest slot event and find the next earliest slot.
+    fn pop_single(&mut self) -> (Time, E) {
+        let m = self.single_min.expect("a slot event is pending");
+        let (time, _, ev) = self.single[m].take().expect("the cached earliest slot is occupied");
+        self.single_min = None;
+        let mut best: Option<(Time, u64)> = None;
+        for (i, s) in self.single.iter().enumerate() {
+            if let Some(&(t, o, _)) = s.as_ref() {
+                if best.map_or(true, |b| (t, o) < b) { best = Some((t, o)); self.single_min = Some(i); }
+            }
+        }
+        self.len -= 1;
+        (time, ev)
+    }
+
+    fn pop_heap(&mut self) -> Option<(Time, E)> {
         let mut top = self.heap.peek_mut()?;
         let k = *top;
         self.len -= 1;
@@ -198,5 +278,62 @@ mod tests {
         }
         while !q.is_empty() { pop_and_check(&mut q, &mut model); }
         assert!(model.is_empty() && popped > 2000 && laned > 5000, "{popped} pops, {laned} laned");
+    }
+
+    #[test]
+    fn slots_lanes_and_heap_pop_in_the_order_of_one_heap() {
+        // Pushes to 3 single-event slots (a full slot sends the event to the heap), 2 lanes and
+        // the heap, interleaved with pops, some bounded by a limit: the order must be the
+        // model's (time, then push number), and a bounded pop must stop exactly where the
+        // model's earliest event is later than the limit.
+        let mut q = EventQueue::default();
+        let mut model: Vec<(i64, u64, u32)> = Vec::new();
+        let mut tails = [0i64; 2];
+        let (mut n, mut popped, mut slotted, mut overflow, mut stopped) = (0u64, 0usize, 0usize, 0usize, 0usize);
+        let mut x: u64 = 4242;
+        for step in 0..30_000u32 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let now = step as i64 / 8;
+            if x >> 61 < 3 || q.is_empty() {
+                let mut t = now + ((x >> 20) % 9) as i64;
+                match (x >> 30) % 6 {
+                    s @ 0..=2 => {
+                        let s = s as usize;
+                        if q.single.get(s).is_some_and(|e| e.is_some()) { overflow += 1 } else { slotted += 1 }
+                        q.push_in_slot(s, Time::from_ms(t), step);
+                    }
+                    l @ 3..=4 => {
+                        let l = (l - 3) as usize;
+                        t = tails[l].max(t);
+                        tails[l] = t;
+                        q.push_in_lane(l, Time::from_ms(t), step);
+                    }
+                    _ => q.push(Time::from_ms(t), step),
+                }
+                model.push((t, n, step));
+                n += 1;
+            } else if (x >> 40) % 4 == 0 {
+                // pop_until(limit): pops the model's earliest if it is due, else nothing
+                let limit = now + ((x >> 20) % 5) as i64 - 2;
+                let due = model.iter().map(|m| (m.0, m.1)).min().is_some_and(|m| m.0 <= limit);
+                if due {
+                    let i = (0..model.len()).min_by_key(|&i| (model[i].0, model[i].1)).unwrap();
+                    let (mt, _, me) = model.remove(i);
+                    assert_eq!(q.pop_until(Time::from_ms(limit)), Some((Time::from_ms(mt), me)));
+                    popped += 1;
+                } else {
+                    assert_eq!(q.pop_until(Time::from_ms(limit)), None);
+                    stopped += !model.is_empty() as usize;
+                }
+            } else {
+                pop_and_check(&mut q, &mut model);
+                popped += 1;
+            }
+            assert_eq!(q.len(), model.len());
+            assert_eq!(q.peek_time(), model.iter().map(|m| (m.0, m.1)).min().map(|m| Time::from_ms(m.0)));
+        }
+        while !q.is_empty() { pop_and_check(&mut q, &mut model); }
+        assert!(model.is_empty() && popped > 10_000 && slotted > 3000 && overflow > 1000 && stopped > 2000,
+            "{popped} pops, {slotted} slotted, {overflow} to the heap from a full slot, {stopped} bounded pops that stopped");
     }
 }

@@ -105,6 +105,12 @@ fn data_lane(f: u32) -> usize { 2 * f as usize }
 /// The lane of flow `f`'s receiver → sender messages (fixed return delay, or its packets
 /// leaving the reverse bottleneck in order).
 fn control_lane(f: u32) -> usize { 2 * f as usize + 1 }
+/// The single-event slot (sim/events.rs) of the end of transmission on link `d`: a link has at
+/// most one packet in service, so at most one `LinkDone` pending.
+fn link_slot(d: Direction) -> usize { d.index() }
+/// The single-event slot of flow `f`'s pacer wake-up (a second pending wake-up, earlier than a
+/// stale one, goes to the heap).
+fn pacer_slot(f: u32) -> usize { 2 + f as usize }
 
 pub struct Simulation {
     now: Time,
@@ -154,9 +160,7 @@ impl Simulation {
     /// Run until simulated time `t` (or the end). Returns true once the run is complete.
     pub fn run_until(&mut self, t: Time) -> bool {
         let limit = t.min(self.end);
-        while let Some(et) = self.events.peek_time() {
-            if et > limit { break; }
-            let Some((et, ev)) = self.events.pop() else { break };
+        while let Some((et, ev)) = self.events.pop_until(limit) {
             self.now = et;
             self.events_processed += 1;
             self.dispatch(ev);
@@ -285,7 +289,7 @@ impl Simulation {
         let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) else { return };
         if m.pacer_wake.is_some_and(|w| w <= t) { return; }
         m.pacer_wake = Some(t);
-        self.events.push(t, Event::Pacer(f));
+        self.events.push_in_slot(pacer_slot(f), t, Event::Pacer(f));
     }
 
     fn on_pacer(&mut self, f: u32) {
@@ -316,7 +320,7 @@ impl Simulation {
     /// A packet (data or control) reaches the bottleneck of direction `dir`.
     fn enqueue(&mut self, dir: Direction, pkt: Packet) {
         match self.links[dir.index()].enqueue(self.now, pkt, &mut self.rng) {
-            Enqueued::Accepted(Some(end)) => self.events.push(end, Event::LinkDone(dir)),
+            Enqueued::Accepted(Some(end)) => self.events.push_in_slot(link_slot(dir), end, Event::LinkDone(dir)),
             Enqueued::Accepted(None) => {}
             Enqueued::Dropped(_, p) => self.on_dropped(p),
         }
@@ -358,7 +362,7 @@ impl Simulation {
         let now = self.now;
         let link = &mut self.links[dir.index()];
         let Some((pkt, next)) = link.complete(now) else { return };
-        if let Some(end) = next { self.events.push(end, Event::LinkDone(dir)); }
+        if let Some(end) = next { self.events.push_in_slot(link_slot(dir), end, Event::LinkDone(dir)); }
         self.last_queue_delay[dir.index()] = pkt.tx_start - pkt.enqueue_time;
         if link.drop_on_exit(now, &mut self.rng) {
             self.on_dropped(pkt);
