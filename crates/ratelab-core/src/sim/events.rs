@@ -29,6 +29,10 @@ use std::collections::{BinaryHeap, VecDeque};
 /// `Key::slot` values with this bit set name a lane, not a slab slot.
 const LANE: u32 = 1 << 31;
 
+/// The key of a free single-event slot: later than every event's (no event gets the last
+/// insertion number).
+const EMPTY: (Time, u64) = (Time::from_us(i64::MAX), u64::MAX);
+
 #[derive(Clone, Copy)]
 struct Key { time: Time, order: u64, slot: u32 }
 
@@ -47,10 +51,14 @@ pub struct EventQueue<E> {
     free: Vec<u32>,
     /// FIFO lanes: (time, insertion number, event), sorted; the head has a key in the heap.
     lanes: Vec<VecDeque<(Time, u64, E)>>,
-    /// Single-event slots: (time, insertion number, event); not in the heap.
-    single: Vec<Option<(Time, u64, E)>>,
-    /// The occupied slot with the earliest (time, insertion number), if any.
-    single_min: Option<usize>,
+    /// Single-event slots, not in the heap: (time, insertion number) of each slot's event,
+    /// [`EMPTY`] for a free slot, apart from the events so that finding the earliest reads a
+    /// few 16-byte keys.
+    single_keys: Vec<(Time, u64)>,
+    single_events: Vec<Option<E>>,
+    /// The earliest slot key ([`EMPTY`] if none) and its slot.
+    single_head: (Time, u64),
+    single_min: usize,
     next_order: u64,
     len: usize,
 }
@@ -59,7 +67,8 @@ impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             heap: BinaryHeap::new(), slots: Vec::new(), free: Vec::new(), lanes: Vec::new(),
-            single: Vec::new(), single_min: None, next_order: 0, len: 0,
+            single_keys: Vec::new(), single_events: Vec::new(), single_head: EMPTY, single_min: 0,
+            next_order: 0, len: 0,
         }
     }
 }
@@ -103,34 +112,27 @@ impl<E> EventQueue<E> {
     /// same order as [`EventQueue::push`]; if the slot already holds an event, `event` goes to
     /// the heap.
     pub fn push_in_slot(&mut self, slot: usize, time: Time, event: E) {
-        if slot >= self.single.len() { self.single.resize_with(slot + 1, || None); }
-        if self.single[slot].is_some() { return self.push(time, event); }
-        let order = self.next_order;
-        self.single[slot] = Some((time, order, event));
-        let earlier = match self.single_min.and_then(|m| self.single[m].as_ref()) {
-            Some(&(t, o, _)) => (time, order) < (t, o),
-            None => true,
-        };
-        if earlier { self.single_min = Some(slot); }
+        if slot >= self.single_keys.len() {
+            self.single_keys.resize(slot + 1, EMPTY);
+            self.single_events.resize_with(slot + 1, || None);
+        }
+        if self.single_keys[slot] != EMPTY { return self.push(time, event); }
+        let key = (time, self.next_order);
+        self.single_keys[slot] = key;
+        self.single_events[slot] = Some(event);
+        if key < self.single_head {
+            self.single_head = key;
+            self.single_min = slot;
+        }
         self.next_order += 1;
         self.len += 1;
     }
 
-    /// (time, insertion number) of the earliest slot event, if any.
-    fn single_head(&self) -> Option<(Time, u64)> {
-        let m = self.single_min?;
-        self.single[m].as_ref().map(|&(t, o, _)| (t, o))
-    }
-
     /// Where the earliest event waits (true: in a slot) and its time.
     fn earliest(&self) -> Option<(bool, Time)> {
-        let heap = self.heap.peek().map(|k| (k.time, k.order));
-        match (heap, self.single_head()) {
-            (Some(h), Some(s)) => Some(if s < h { (true, s.0) } else { (false, h.0) }),
-            (None, Some(s)) => Some((true, s.0)),
-            (Some(h), None) => Some((false, h.0)),
-            (None, None) => None,
-        }
+        let heap = self.heap.peek().map_or(EMPTY, |k| (k.time, k.order));
+        if self.single_head < heap { return Some((true, self.single_head.0)); }
+        (heap != EMPTY).then_some((false, heap.0))
     }
 
     /// Pop the earliest event if its time is at most `limit` (one look at the heads instead of
@@ -154,13 +156,15 @@ impl<E> EventQueue<E> {
 
     /// Take the earliest slot event and find the next earliest slot.
     fn pop_single(&mut self) -> (Time, E) {
-        let m = self.single_min.expect("a slot event is pending");
-        let (time, _, ev) = self.single[m].take().expect("the cached earliest slot is occupied");
-        self.single_min = None;
-        let mut best: Option<(Time, u64)> = None;
-        for (i, s) in self.single.iter().enumerate() {
-            if let Some(&(t, o, _)) = s.as_ref() {
-                if best.map_or(true, |b| (t, o) < b) { best = Some((t, o)); self.single_min = Some(i); }
+        let m = self.single_min;
+        let time = self.single_head.0;
+        let ev = self.single_events[m].take().expect("the earliest slot holds an event");
+        self.single_keys[m] = EMPTY;
+        self.single_head = EMPTY;
+        for (i, &k) in self.single_keys.iter().enumerate() {
+            if k < self.single_head {
+                self.single_head = k;
+                self.single_min = i;
             }
         }
         self.len -= 1;
@@ -299,7 +303,7 @@ mod tests {
                 match (x >> 30) % 6 {
                     s @ 0..=2 => {
                         let s = s as usize;
-                        if q.single.get(s).is_some_and(|e| e.is_some()) { overflow += 1 } else { slotted += 1 }
+                        if q.single_keys.get(s).is_some_and(|&k| k != EMPTY) { overflow += 1 } else { slotted += 1 }
                         q.push_in_slot(s, Time::from_ms(t), step);
                     }
                     l @ 3..=4 => {
