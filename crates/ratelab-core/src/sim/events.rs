@@ -15,11 +15,14 @@
 //! lane's tail (a delay that shrank) goes to the heap instead.
 //!
 //! **Slots.** Per data packet, a flow's pacer wake-up and its link's end of transmission are
-//! each one pending event of their source at a time, almost always. A slot
+//! each one pending event of their source at a time, almost always; so are the periodic timers
+//! (frames, controller ticks, feedback timers, …). A single-event slot
 //! ([`EventQueue::push_in_slot`]) holds one such event with its own (time, insertion number),
-//! outside the heap; a pop takes the earlier of the heap's head and the earliest slot (kept
-//! cached), so the order is still exactly a single heap's. A push to a full slot (a second
-//! pending wake-up of the same pacer) goes to the heap: nothing is replaced or dropped.
+//! outside the heap. Slots come in groups (per-packet events, timers), each with its earliest
+//! key cached, so a slot pop rescans only its own group's few 16-byte keys; a pop takes the
+//! earliest of the heap's head and the groups' heads, so the order is still exactly a single
+//! heap's. A push to a full slot (a second pending wake-up of the same pacer) goes to the heap:
+//! nothing is replaced or dropped.
 
 use crate::units::Time;
 use std::cmp::Ordering;
@@ -44,6 +47,70 @@ impl Ord for Key {
     fn cmp(&self, o: &Self) -> Ordering { o.time.cmp(&self.time).then_with(|| o.order.cmp(&self.order)) }
 }
 
+/// Number of slot groups ([`EventQueue::push_in_slot`]).
+pub const SLOT_GROUPS: usize = 2;
+
+/// Single-event slots: the (time, insertion number) of each slot's event ([`EMPTY`] for a free
+/// slot) apart from the events, so that finding the earliest reads a few 16-byte keys. Slots
+/// are stored densely in the order of their first use (`index`: the caller's slot number →
+/// position), so numbers that a run never uses cost nothing.
+struct SlotGroup<E> {
+    index: Vec<u32>,
+    keys: Vec<(Time, u64)>,
+    events: Vec<Option<E>>,
+    /// The earliest key ([`EMPTY`] if none) and its position.
+    head: (Time, u64),
+    min: usize,
+}
+
+impl<E> Default for SlotGroup<E> {
+    fn default() -> Self { SlotGroup { index: Vec::new(), keys: Vec::new(), events: Vec::new(), head: EMPTY, min: 0 } }
+}
+
+impl<E> SlotGroup<E> {
+    /// Position of slot number `slot`, if it was ever used.
+    fn position(&self, slot: usize) -> Option<usize> {
+        self.index.get(slot).filter(|&&i| i != u32::MAX).map(|&i| i as usize)
+    }
+
+    /// Put `event` in `slot` with `key`, or give it back if the slot is full.
+    fn put(&mut self, slot: usize, key: (Time, u64), event: E) -> Result<(), E> {
+        let i = match self.position(slot) {
+            Some(i) => i,
+            None => {
+                if slot >= self.index.len() { self.index.resize(slot + 1, u32::MAX); }
+                self.index[slot] = self.keys.len() as u32;
+                self.keys.push(EMPTY);
+                self.events.push(None);
+                self.keys.len() - 1
+            }
+        };
+        if self.keys[i] != EMPTY { return Err(event); }
+        self.keys[i] = key;
+        self.events[i] = Some(event);
+        if key < self.head {
+            self.head = key;
+            self.min = i;
+        }
+        Ok(())
+    }
+
+    /// Take the earliest event and find the next earliest.
+    fn take_head(&mut self) -> (Time, E) {
+        let (m, time) = (self.min, self.head.0);
+        let ev = self.events[m].take().expect("the earliest slot holds an event");
+        self.keys[m] = EMPTY;
+        self.head = EMPTY;
+        for (i, &k) in self.keys.iter().enumerate() {
+            if k < self.head {
+                self.head = k;
+                self.min = i;
+            }
+        }
+        (time, ev)
+    }
+}
+
 pub struct EventQueue<E> {
     heap: BinaryHeap<Key>,
     /// Events by slot; `None` for a free slot (listed in `free`).
@@ -51,14 +118,8 @@ pub struct EventQueue<E> {
     free: Vec<u32>,
     /// FIFO lanes: (time, insertion number, event), sorted; the head has a key in the heap.
     lanes: Vec<VecDeque<(Time, u64, E)>>,
-    /// Single-event slots, not in the heap: (time, insertion number) of each slot's event,
-    /// [`EMPTY`] for a free slot, apart from the events so that finding the earliest reads a
-    /// few 16-byte keys.
-    single_keys: Vec<(Time, u64)>,
-    single_events: Vec<Option<E>>,
-    /// The earliest slot key ([`EMPTY`] if none) and its slot.
-    single_head: (Time, u64),
-    single_min: usize,
+    /// Single-event slots, not in the heap, in [`SLOT_GROUPS`] groups.
+    groups: [SlotGroup<E>; SLOT_GROUPS],
     next_order: u64,
     len: usize,
 }
@@ -67,8 +128,7 @@ impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             heap: BinaryHeap::new(), slots: Vec::new(), free: Vec::new(), lanes: Vec::new(),
-            single_keys: Vec::new(), single_events: Vec::new(), single_head: EMPTY, single_min: 0,
-            next_order: 0, len: 0,
+            groups: std::array::from_fn(|_| SlotGroup::default()), next_order: 0, len: 0,
         }
     }
 }
@@ -108,31 +168,24 @@ impl<E> EventQueue<E> {
         self.len += 1;
     }
 
-    /// Schedule `event` in single-event slot `slot` (numbered by the caller, densely from 0): the
-    /// same order as [`EventQueue::push`]; if the slot already holds an event, `event` goes to
-    /// the heap.
-    pub fn push_in_slot(&mut self, slot: usize, time: Time, event: E) {
-        if slot >= self.single_keys.len() {
-            self.single_keys.resize(slot + 1, EMPTY);
-            self.single_events.resize_with(slot + 1, || None);
-        }
-        if self.single_keys[slot] != EMPTY { return self.push(time, event); }
-        let key = (time, self.next_order);
-        self.single_keys[slot] = key;
-        self.single_events[slot] = Some(event);
-        if key < self.single_head {
-            self.single_head = key;
-            self.single_min = slot;
+    /// Schedule `event` in single-event slot `slot` of group `group` (slots are numbered by the
+    /// caller, densely from 0 in each group): the same order as [`EventQueue::push`]; if the
+    /// slot already holds an event, `event` goes to the heap.
+    pub fn push_in_slot(&mut self, group: usize, slot: usize, time: Time, event: E) {
+        if let Err(event) = self.groups[group].put(slot, (time, self.next_order), event) {
+            return self.push(time, event);
         }
         self.next_order += 1;
         self.len += 1;
     }
 
-    /// Where the earliest event waits (true: in a slot) and its time.
-    fn earliest(&self) -> Option<(bool, Time)> {
-        let heap = self.heap.peek().map_or(EMPTY, |k| (k.time, k.order));
-        if self.single_head < heap { return Some((true, self.single_head.0)); }
-        (heap != EMPTY).then_some((false, heap.0))
+    /// Where the earliest event waits (`Some(group)`: in a slot; `None`: the heap) and its time.
+    fn earliest(&self) -> Option<(Option<usize>, Time)> {
+        let mut best = (None, self.heap.peek().map_or(EMPTY, |k| (k.time, k.order)));
+        for (g, group) in self.groups.iter().enumerate() {
+            if group.head < best.1 { best = (Some(g), group.head); }
+        }
+        (best.1 != EMPTY).then_some((best.0, best.1 .0))
     }
 
     /// Pop the earliest event if its time is at most `limit` (one look at the heads instead of
@@ -140,35 +193,23 @@ impl<E> EventQueue<E> {
     pub fn pop_until(&mut self, limit: Time) -> Option<(Time, E)> {
         match self.earliest()? {
             (_, t) if t > limit => None,
-            (true, _) => Some(self.pop_single()),
-            (false, _) => self.pop_heap(),
+            (Some(g), _) => Some(self.pop_slot(g)),
+            (None, _) => self.pop_heap(),
         }
     }
 
     pub fn pop(&mut self) -> Option<(Time, E)> {
         match self.earliest()? {
-            (true, _) => Some(self.pop_single()),
-            (false, _) => self.pop_heap(),
+            (Some(g), _) => Some(self.pop_slot(g)),
+            (None, _) => self.pop_heap(),
         }
     }
 
     pub fn peek_time(&self) -> Option<Time> { self.earliest().map(|e| e.1) }
 
-    /// Take the earliest slot event and find the next earliest slot.
-    fn pop_single(&mut self) -> (Time, E) {
-        let m = self.single_min;
-        let time = self.single_head.0;
-        let ev = self.single_events[m].take().expect("the earliest slot holds an event");
-        self.single_keys[m] = EMPTY;
-        self.single_head = EMPTY;
-        for (i, &k) in self.single_keys.iter().enumerate() {
-            if k < self.single_head {
-                self.single_head = k;
-                self.single_min = i;
-            }
-        }
+    fn pop_slot(&mut self, group: usize) -> (Time, E) {
         self.len -= 1;
-        (time, ev)
+        self.groups[group].take_head()
     }
 
     fn pop_heap(&mut self) -> Option<(Time, E)> {
@@ -286,7 +327,7 @@ mod tests {
 
     #[test]
     fn slots_lanes_and_heap_pop_in_the_order_of_one_heap() {
-        // Pushes to 3 single-event slots (a full slot sends the event to the heap), 2 lanes and
+        // Pushes to 4 single-event slots in 2 groups (a full slot sends the event to the heap), 2 lanes and
         // the heap, interleaved with pops, some bounded by a limit: the order must be the
         // model's (time, then push number), and a bounded pop must stop exactly where the
         // model's earliest event is later than the limit.
@@ -300,14 +341,15 @@ mod tests {
             let now = step as i64 / 8;
             if x >> 61 < 3 || q.is_empty() {
                 let mut t = now + ((x >> 20) % 9) as i64;
-                match (x >> 30) % 6 {
-                    s @ 0..=2 => {
-                        let s = s as usize;
-                        if q.single_keys.get(s).is_some_and(|&k| k != EMPTY) { overflow += 1 } else { slotted += 1 }
-                        q.push_in_slot(s, Time::from_ms(t), step);
+                match (x >> 30) % 7 {
+                    s @ 0..=3 => {
+                        let (g, s) = (s as usize % 2, 5 * (s as usize / 2)); // slot numbers 0 and 5
+                        let full = q.groups[g].position(s).is_some_and(|i| q.groups[g].keys[i] != EMPTY);
+                        if full { overflow += 1 } else { slotted += 1 }
+                        q.push_in_slot(g, s, Time::from_ms(t), step);
                     }
-                    l @ 3..=4 => {
-                        let l = (l - 3) as usize;
+                    l @ 4..=5 => {
+                        let l = (l - 4) as usize;
                         t = tails[l].max(t);
                         tails[l] = t;
                         q.push_in_lane(l, Time::from_ms(t), step);
