@@ -238,7 +238,7 @@ pub fn build_simulation_ext(sc: &Scenario, seed: u64, controller_override: Optio
             sim.events.push(f.stop, Event::FlowStop(f.info.id));
         }
     }
-    sim.events.push(Time::ZERO + sim.series_interval, Event::Series);
+    super::push_timer(&mut sim.events, Time::ZERO + sim.series_interval, Event::Series);
     Ok(sim)
 }
 

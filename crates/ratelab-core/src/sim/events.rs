@@ -13,6 +13,16 @@
 //! and a lane is sorted by (time, number), so the heap's minimum is still the global minimum:
 //! events pop in exactly the order a single heap gives. An event that would arrive before its
 //! lane's tail (a delay that shrank) goes to the heap instead.
+//!
+//! **Slots.** Per data packet, a flow's pacer wake-up and its link's end of transmission are
+//! each one pending event of their source at a time, almost always; so are the periodic timers
+//! (frames, controller ticks, feedback timers, …). A single-event slot
+//! ([`EventQueue::push_in_slot`]) holds one such event with its own (time, insertion number),
+//! outside the heap. Slots come in groups (per-packet events, timers), each with its earliest
+//! key cached, so a slot pop rescans only its own group's few 16-byte keys; a pop takes the
+//! earliest of the heap's head and the groups' heads, so the order is still exactly a single
+//! heap's. A push to a full slot (a second pending wake-up of the same pacer) goes to the heap:
+//! nothing is replaced or dropped.
 
 use crate::units::Time;
 use std::cmp::Ordering;
@@ -21,6 +31,10 @@ use std::collections::{BinaryHeap, VecDeque};
 
 /// `Key::slot` values with this bit set name a lane, not a slab slot.
 const LANE: u32 = 1 << 31;
+
+/// The key of a free single-event slot: later than every event's (no event gets the last
+/// insertion number).
+const EMPTY: (Time, u64) = (Time::from_us(i64::MAX), u64::MAX);
 
 #[derive(Clone, Copy)]
 struct Key { time: Time, order: u64, slot: u32 }
@@ -33,6 +47,70 @@ impl Ord for Key {
     fn cmp(&self, o: &Self) -> Ordering { o.time.cmp(&self.time).then_with(|| o.order.cmp(&self.order)) }
 }
 
+/// Number of slot groups ([`EventQueue::push_in_slot`]).
+pub const SLOT_GROUPS: usize = 2;
+
+/// Single-event slots: the (time, insertion number) of each slot's event ([`EMPTY`] for a free
+/// slot) apart from the events, so that finding the earliest reads a few 16-byte keys. Slots
+/// are stored densely in the order of their first use (`index`: the caller's slot number →
+/// position), so numbers that a run never uses cost nothing.
+struct SlotGroup<E> {
+    index: Vec<u32>,
+    keys: Vec<(Time, u64)>,
+    events: Vec<Option<E>>,
+    /// The earliest key ([`EMPTY`] if none) and its position.
+    head: (Time, u64),
+    min: usize,
+}
+
+impl<E> Default for SlotGroup<E> {
+    fn default() -> Self { SlotGroup { index: Vec::new(), keys: Vec::new(), events: Vec::new(), head: EMPTY, min: 0 } }
+}
+
+impl<E> SlotGroup<E> {
+    /// Position of slot number `slot`, if it was ever used.
+    fn position(&self, slot: usize) -> Option<usize> {
+        self.index.get(slot).filter(|&&i| i != u32::MAX).map(|&i| i as usize)
+    }
+
+    /// Put `event` in `slot` with `key`, or give it back if the slot is full.
+    fn put(&mut self, slot: usize, key: (Time, u64), event: E) -> Result<(), E> {
+        let i = match self.position(slot) {
+            Some(i) => i,
+            None => {
+                if slot >= self.index.len() { self.index.resize(slot + 1, u32::MAX); }
+                self.index[slot] = self.keys.len() as u32;
+                self.keys.push(EMPTY);
+                self.events.push(None);
+                self.keys.len() - 1
+            }
+        };
+        if self.keys[i] != EMPTY { return Err(event); }
+        self.keys[i] = key;
+        self.events[i] = Some(event);
+        if key < self.head {
+            self.head = key;
+            self.min = i;
+        }
+        Ok(())
+    }
+
+    /// Take the earliest event and find the next earliest.
+    fn take_head(&mut self) -> (Time, E) {
+        let (m, time) = (self.min, self.head.0);
+        let ev = self.events[m].take().expect("the earliest slot holds an event");
+        self.keys[m] = EMPTY;
+        self.head = EMPTY;
+        for (i, &k) in self.keys.iter().enumerate() {
+            if k < self.head {
+                self.head = k;
+                self.min = i;
+            }
+        }
+        (time, ev)
+    }
+}
+
 pub struct EventQueue<E> {
     heap: BinaryHeap<Key>,
     /// Events by slot; `None` for a free slot (listed in `free`).
@@ -40,13 +118,18 @@ pub struct EventQueue<E> {
     free: Vec<u32>,
     /// FIFO lanes: (time, insertion number, event), sorted; the head has a key in the heap.
     lanes: Vec<VecDeque<(Time, u64, E)>>,
+    /// Single-event slots, not in the heap, in [`SLOT_GROUPS`] groups.
+    groups: [SlotGroup<E>; SLOT_GROUPS],
     next_order: u64,
     len: usize,
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { heap: BinaryHeap::new(), slots: Vec::new(), free: Vec::new(), lanes: Vec::new(), next_order: 0, len: 0 }
+        EventQueue {
+            heap: BinaryHeap::new(), slots: Vec::new(), free: Vec::new(), lanes: Vec::new(),
+            groups: std::array::from_fn(|_| SlotGroup::default()), next_order: 0, len: 0,
+        }
     }
 }
 
@@ -85,9 +168,51 @@ impl<E> EventQueue<E> {
         self.len += 1;
     }
 
-    pub fn peek_time(&self) -> Option<Time> { self.heap.peek().map(|k| k.time) }
+    /// Schedule `event` in single-event slot `slot` of group `group` (slots are numbered by the
+    /// caller, densely from 0 in each group): the same order as [`EventQueue::push`]; if the
+    /// slot already holds an event, `event` goes to the heap.
+    pub fn push_in_slot(&mut self, group: usize, slot: usize, time: Time, event: E) {
+        if let Err(event) = self.groups[group].put(slot, (time, self.next_order), event) {
+            return self.push(time, event);
+        }
+        self.next_order += 1;
+        self.len += 1;
+    }
+
+    /// Where the earliest event waits (`Some(group)`: in a slot; `None`: the heap) and its time.
+    fn earliest(&self) -> Option<(Option<usize>, Time)> {
+        let mut best = (None, self.heap.peek().map_or(EMPTY, |k| (k.time, k.order)));
+        for (g, group) in self.groups.iter().enumerate() {
+            if group.head < best.1 { best = (Some(g), group.head); }
+        }
+        (best.1 != EMPTY).then_some((best.0, best.1 .0))
+    }
+
+    /// Pop the earliest event if its time is at most `limit` (one look at the heads instead of
+    /// a `peek_time` and a `pop`).
+    pub fn pop_until(&mut self, limit: Time) -> Option<(Time, E)> {
+        match self.earliest()? {
+            (_, t) if t > limit => None,
+            (Some(g), _) => Some(self.pop_slot(g)),
+            (None, _) => self.pop_heap(),
+        }
+    }
 
     pub fn pop(&mut self) -> Option<(Time, E)> {
+        match self.earliest()? {
+            (Some(g), _) => Some(self.pop_slot(g)),
+            (None, _) => self.pop_heap(),
+        }
+    }
+
+    pub fn peek_time(&self) -> Option<Time> { self.earliest().map(|e| e.1) }
+
+    fn pop_slot(&mut self, group: usize) -> (Time, E) {
+        self.len -= 1;
+        self.groups[group].take_head()
+    }
+
+    fn pop_heap(&mut self) -> Option<(Time, E)> {
         let mut top = self.heap.peek_mut()?;
         let k = *top;
         self.len -= 1;
@@ -198,5 +323,63 @@ mod tests {
         }
         while !q.is_empty() { pop_and_check(&mut q, &mut model); }
         assert!(model.is_empty() && popped > 2000 && laned > 5000, "{popped} pops, {laned} laned");
+    }
+
+    #[test]
+    fn slots_lanes_and_heap_pop_in_the_order_of_one_heap() {
+        // Pushes to 4 single-event slots in 2 groups (a full slot sends the event to the heap), 2 lanes and
+        // the heap, interleaved with pops, some bounded by a limit: the order must be the
+        // model's (time, then push number), and a bounded pop must stop exactly where the
+        // model's earliest event is later than the limit.
+        let mut q = EventQueue::default();
+        let mut model: Vec<(i64, u64, u32)> = Vec::new();
+        let mut tails = [0i64; 2];
+        let (mut n, mut popped, mut slotted, mut overflow, mut stopped) = (0u64, 0usize, 0usize, 0usize, 0usize);
+        let mut x: u64 = 4242;
+        for step in 0..30_000u32 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let now = step as i64 / 8;
+            if x >> 61 < 3 || q.is_empty() {
+                let mut t = now + ((x >> 20) % 9) as i64;
+                match (x >> 30) % 7 {
+                    s @ 0..=3 => {
+                        let (g, s) = (s as usize % 2, 5 * (s as usize / 2)); // slot numbers 0 and 5
+                        let full = q.groups[g].position(s).is_some_and(|i| q.groups[g].keys[i] != EMPTY);
+                        if full { overflow += 1 } else { slotted += 1 }
+                        q.push_in_slot(g, s, Time::from_ms(t), step);
+                    }
+                    l @ 4..=5 => {
+                        let l = (l - 4) as usize;
+                        t = tails[l].max(t);
+                        tails[l] = t;
+                        q.push_in_lane(l, Time::from_ms(t), step);
+                    }
+                    _ => q.push(Time::from_ms(t), step),
+                }
+                model.push((t, n, step));
+                n += 1;
+            } else if (x >> 40) % 4 == 0 {
+                // pop_until(limit): pops the model's earliest if it is due, else nothing
+                let limit = now + ((x >> 20) % 5) as i64 - 2;
+                let due = model.iter().map(|m| (m.0, m.1)).min().is_some_and(|m| m.0 <= limit);
+                if due {
+                    let i = (0..model.len()).min_by_key(|&i| (model[i].0, model[i].1)).unwrap();
+                    let (mt, _, me) = model.remove(i);
+                    assert_eq!(q.pop_until(Time::from_ms(limit)), Some((Time::from_ms(mt), me)));
+                    popped += 1;
+                } else {
+                    assert_eq!(q.pop_until(Time::from_ms(limit)), None);
+                    stopped += !model.is_empty() as usize;
+                }
+            } else {
+                pop_and_check(&mut q, &mut model);
+                popped += 1;
+            }
+            assert_eq!(q.len(), model.len());
+            assert_eq!(q.peek_time(), model.iter().map(|m| (m.0, m.1)).min().map(|m| Time::from_ms(m.0)));
+        }
+        while !q.is_empty() { pop_and_check(&mut q, &mut model); }
+        assert!(model.is_empty() && popped > 10_000 && slotted > 3000 && overflow > 1000 && stopped > 2000,
+            "{popped} pops, {slotted} slotted, {overflow} to the heap from a full slot, {stopped} bounded pops that stopped");
     }
 }

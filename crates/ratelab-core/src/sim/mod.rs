@@ -105,6 +105,28 @@ fn data_lane(f: u32) -> usize { 2 * f as usize }
 /// The lane of flow `f`'s receiver → sender messages (fixed return delay, or its packets
 /// leaving the reverse bottleneck in order).
 fn control_lane(f: u32) -> usize { 2 * f as usize + 1 }
+/// Single-event slots (sim/events.rs), group `PER_PACKET`: the end of transmission on link `d`
+/// (a link has one packet in service, so one `LinkDone` pending) and flow `f`'s pacer wake-up
+/// (a second pending wake-up, earlier than a stale one, goes to the heap).
+const PER_PACKET: usize = 0;
+fn link_slot(d: Direction) -> usize { d.index() }
+fn pacer_slot(f: u32) -> usize { 2 + f as usize }
+/// Group `TIMERS`: the periodic events, one pending per source.
+const TIMERS: usize = 1;
+/// Schedule a periodic event in its `TIMERS` slot: the series sampler's, or one of each flow's
+/// five (frame, audio, controller tick, feedback timer, estimator tick).
+fn push_timer(q: &mut EventQueue<Event>, t: Time, ev: Event) {
+    let per_flow = |f: u32, k: usize| 1 + 5 * f as usize + k;
+    let slot = match ev {
+        Event::Frame(f) => per_flow(f, 0),
+        Event::Audio(f) => per_flow(f, 1),
+        Event::ControllerTick(f) => per_flow(f, 2),
+        Event::FeedbackTimer(f) => per_flow(f, 3),
+        Event::EstimatorTick(f) => per_flow(f, 4),
+        _ => 0, // `Series`
+    };
+    q.push_in_slot(TIMERS, slot, t, ev);
+}
 
 pub struct Simulation {
     now: Time,
@@ -154,9 +176,7 @@ impl Simulation {
     /// Run until simulated time `t` (or the end). Returns true once the run is complete.
     pub fn run_until(&mut self, t: Time) -> bool {
         let limit = t.min(self.end);
-        while let Some(et) = self.events.peek_time() {
-            if et > limit { break; }
-            let Some((et, ev)) = self.events.pop() else { break };
+        while let Some((et, ev)) = self.events.pop_until(limit) {
             self.now = et;
             self.events_processed += 1;
             self.dispatch(ev);
@@ -225,11 +245,11 @@ impl Simulation {
         let tick = m.controller.tick_interval();
         let fb = m.feedback.interval();
         let est = m.estimator.as_ref().map(|e| e.tick_interval());
-        self.events.push(now + m.frame_phase, Event::Frame(f));
-        if tick > Duration::ZERO { self.events.push(now + tick, Event::ControllerTick(f)); }
-        if m.feedback.mode() == crate::feedback::generator::GeneratorMode::Twcc { self.events.push(now + fb, Event::FeedbackTimer(f)); }
-        if let Some(d) = est { self.events.push(now + d, Event::EstimatorTick(f)); }
-        if m.audio.is_some() { self.events.push(now + m.frame_phase, Event::Audio(f)); }
+        push_timer(&mut self.events, now + m.frame_phase, Event::Frame(f));
+        if tick > Duration::ZERO { push_timer(&mut self.events, now + tick, Event::ControllerTick(f)); }
+        if m.feedback.mode() == crate::feedback::generator::GeneratorMode::Twcc { push_timer(&mut self.events, now + fb, Event::FeedbackTimer(f)); }
+        if let Some(d) = est { push_timer(&mut self.events, now + d, Event::EstimatorTick(f)); }
+        if m.audio.is_some() { push_timer(&mut self.events, now + m.frame_phase, Event::Audio(f)); }
         self.schedule_pacer(f);
     }
 
@@ -259,7 +279,7 @@ impl Simulation {
                 m.pacer.enqueue(QueuedPacket { size: p + m.header, payload, enqueue_time: now });
             }
         }
-        self.events.push(now + interval, Event::Frame(f));
+        push_timer(&mut self.events, now + interval, Event::Frame(f));
         self.schedule_pacer(f);
     }
 
@@ -274,7 +294,7 @@ impl Simulation {
         if !u.is_empty() { m.apply(now, u); }
         let pkt = Packet { flow: f, seq: sp.seq, size: a.size, send_time: now, enqueue_time: now, tx_start: now, probe_cluster: None, payload: Payload::Audio };
         self.send_into_network(pkt);
-        self.events.push(now + a.interval, Event::Audio(f));
+        push_timer(&mut self.events, now + a.interval, Event::Audio(f));
         self.schedule_pacer(f);
     }
 
@@ -285,7 +305,7 @@ impl Simulation {
         let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) else { return };
         if m.pacer_wake.is_some_and(|w| w <= t) { return; }
         m.pacer_wake = Some(t);
-        self.events.push(t, Event::Pacer(f));
+        self.events.push_in_slot(PER_PACKET, pacer_slot(f), t, Event::Pacer(f));
     }
 
     fn on_pacer(&mut self, f: u32) {
@@ -316,7 +336,7 @@ impl Simulation {
     /// A packet (data or control) reaches the bottleneck of direction `dir`.
     fn enqueue(&mut self, dir: Direction, pkt: Packet) {
         match self.links[dir.index()].enqueue(self.now, pkt, &mut self.rng) {
-            Enqueued::Accepted(Some(end)) => self.events.push(end, Event::LinkDone(dir)),
+            Enqueued::Accepted(Some(end)) => self.events.push_in_slot(PER_PACKET, link_slot(dir), end, Event::LinkDone(dir)),
             Enqueued::Accepted(None) => {}
             Enqueued::Dropped(_, p) => self.on_dropped(p),
         }
@@ -358,7 +378,7 @@ impl Simulation {
         let now = self.now;
         let link = &mut self.links[dir.index()];
         let Some((pkt, next)) = link.complete(now) else { return };
-        if let Some(end) = next { self.events.push(end, Event::LinkDone(dir)); }
+        if let Some(end) = next { self.events.push_in_slot(PER_PACKET, link_slot(dir), end, Event::LinkDone(dir)); }
         self.last_queue_delay[dir.index()] = pkt.tx_start - pkt.enqueue_time;
         if link.drop_on_exit(now, &mut self.rng) {
             self.on_dropped(pkt);
@@ -429,7 +449,7 @@ impl Simulation {
         let report = m.feedback.on_timer(now);
         // Keep reporting after the sender stopped, until everything in flight has arrived.
         if flow.active || m.feedback.has_pending() || now < flow.stop + Duration::from_secs(2) {
-            self.events.push(now + interval, Event::FeedbackTimer(f));
+            push_timer(&mut self.events, now + interval, Event::FeedbackTimer(f));
         }
         if let Some(r) = report { self.send_control(f, ControlMsg::Feedback(Box::new(r))); }
     }
@@ -452,7 +472,7 @@ impl Simulation {
         m.apply(now, u);
         m.check_pause();
         let tick = m.controller.tick_interval().max(Duration::from_ms(1));
-        self.events.push(now + tick, Event::ControllerTick(f));
+        push_timer(&mut self.events, now + tick, Event::ControllerTick(f));
         self.schedule_pacer(f);
     }
 
@@ -464,7 +484,7 @@ impl Simulation {
         let Some(e) = m.estimator.as_mut() else { return };
         let report = e.on_tick(now);
         let d = e.tick_interval().max(Duration::from_ms(1));
-        self.events.push(now + d, Event::EstimatorTick(f));
+        push_timer(&mut self.events, now + d, Event::EstimatorTick(f));
         if let Some(r) = report { self.send_control(f, ControlMsg::RemoteEstimate(r)); }
     }
 
@@ -526,7 +546,7 @@ impl Simulation {
                 }
             }
         }
-        self.events.push(now + iv, Event::Series);
+        push_timer(&mut self.events, now + iv, Event::Series);
     }
 
     /// End of run: close video statistics and log packets still in flight.
