@@ -183,13 +183,16 @@ fn linear_fit_slope(points: &VecDeque<(f64, f64)>) -> Option<f64> {
     if n < 2.0 {
         return None;
     }
-    let (sx, sy) = points.iter().fold((0.0, 0.0), |(a, b), &(x, y)| (a + x, b + y));
+    // The deque's two slices in turn: the same sums in the same order as one pass over the
+    // deque, without its per-element wrap check (this fit runs once per packet group).
+    let (head, tail) = points.as_slices();
+    let sum = |acc: (f64, f64), s: &[(f64, f64)]| s.iter().fold(acc, |(a, b), &(x, y)| (a + x, b + y));
+    let (sx, sy) = sum(sum((0.0, 0.0), head), tail);
     let (mx, my) = (sx / n, sy / n);
-    let (mut num, mut den) = (0.0, 0.0);
-    for &(x, y) in points {
-        num += (x - mx) * (y - my);
-        den += (x - mx) * (x - mx);
-    }
+    let moments = |acc: (f64, f64), s: &[(f64, f64)]| {
+        s.iter().fold(acc, |(num, den), &(x, y)| (num + (x - mx) * (y - my), den + (x - mx) * (x - mx)))
+    };
+    let (num, den) = moments(moments((0.0, 0.0), head), tail);
     if den == 0.0 || !den.is_finite() {
         return None;
     }

@@ -121,11 +121,17 @@ impl LossBasedBweV2 {
     pub(super) fn objective(&self, c: ChannelParameters) -> f64 {
         let bias = self.high_bandwidth_bias(c.bandwidth);
         let mut objective = 0.0;
+        // Every observation sent below B has p = ℓ exactly: reuse the two logarithms while p
+        // repeats (the same values, so the same sum; a NaN never repeats).
+        let (mut last_p, mut ln_p, mut ln_q) = (f64::NAN, 0.0, 0.0);
         for (age, o) in self.initialized_observations() {
             let p = loss_probability(c.inherent_loss, c.bandwidth, o.sending_rate);
+            if p != last_p {
+                (last_p, ln_p, ln_q) = (p, p.ln(), (1.0 - p).ln());
+            }
             let w = self.temporal_weights[age];
             let (lost, received, total) = self.amounts(o);
-            objective += w * (lost * p.ln() + received * (1.0 - p).ln());
+            objective += w * (lost * ln_p + received * ln_q);
             objective += w * bias * total;
         }
         objective
