@@ -218,3 +218,36 @@ fn state_machine_runs_before_the_estimate_is_ready() {
     // 100 kbit/s / (1 − 0.05) and equal to the acked-rate floor.
     assert_eq!(v2.result.bandwidth, kbps(100));
 }
+
+/// The objective's reuse of `ln p`, `ln(1 − p)` gives bit for bit the plain sum with both
+/// logarithms computed per observation, for candidates below, between and above the observed
+/// sending rates (so that `p` both repeats and changes along the window), in byte and packet units.
+#[test]
+fn objective_equals_the_plain_sum_bit_for_bit() {
+    for use_byte_loss_rate in [true, false] {
+        let mut v2 = LossBasedBweV2::new(LossV2Config { use_byte_loss_rate, ..LossV2Config::default() });
+        v2.set_min_max_bitrate(kbps(30), kbps(10_000));
+        let mut seq = 0;
+        for (i, (rate, loss)) in [(800, 0.02), (1600, 0.1), (1200, 0.0), (2400, 0.2), (900, 0.05)].into_iter().enumerate() {
+            drive(&mut v2, &mut seq, i as i64 * 1000, 1, rate, loss, kbps(1500));
+        }
+        assert!(v2.initialized_observations().count() >= 10);
+        for (l, b) in [(0.001, 500), (0.05, 1000), (0.1, 1300), (0.02, 2000), (0.3, 5000), (0.001, 0)] {
+            let c = ChannelParameters { inherent_loss: l, bandwidth: kbps(b) };
+            let bias = v2.high_bandwidth_bias(c.bandwidth);
+            let mut plain = 0.0;
+            for (age, o) in v2.initialized_observations() {
+                let p = loss_probability(c.inherent_loss, c.bandwidth, o.sending_rate);
+                let w = v2.temporal_weights[age];
+                let (lost, received, total) = if use_byte_loss_rate {
+                    (o.lost_size.as_f64() / 1000.0, (o.size - o.lost_size).as_f64() / 1000.0, o.size.as_f64() / 1000.0)
+                } else {
+                    (o.num_lost_packets as f64, o.num_received_packets() as f64, o.num_packets as f64)
+                };
+                plain += w * (lost * p.ln() + received * (1.0 - p).ln());
+                plain += w * bias * total;
+            }
+            assert_eq!(v2.objective(c).to_bits(), plain.to_bits(), "ℓ {l}, B {b} kbit/s");
+        }
+    }
+}
