@@ -79,6 +79,12 @@ def test_per_second_loss_bins():
     v = np.array([1, 2, 3, 4, np.nan, 5], dtype=float)
     sec, n = _per_second(t, v)
     assert sec.tolist() == [0.0, 1.0, 2.0, 3.0] and n.tolist() == [6.0, 4.0, 0.0, 5.0]
+    # a longer run: bins of ceil(span / max_bins) seconds, as lost packets per second
+    sec, n = _per_second(t, v, max_bins=2)
+    assert sec.tolist() == [0.0, 2.0] and n.tolist() == [5.0, 2.5]
+    t = np.arange(0.0, 86_400.0, 0.025)
+    sec, n = _per_second(t, np.ones(len(t)))
+    assert len(sec) <= 2_000 and sec[1] - sec[0] == 44.0 and np.allclose(n, 40.0)
 
 
 def test_figures_are_written(tmp_path):
