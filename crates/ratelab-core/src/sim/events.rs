@@ -250,6 +250,18 @@ mod tests {
         e
     }
 
+    /// After each operation: the queue holds as many events as the model, and its next time is the
+    /// model's earliest.
+    fn check_against(q: &EventQueue<u32>, model: &[(i64, u64, u32)]) {
+        assert_eq!(q.len(), model.len());
+        assert_eq!(q.peek_time(), model.iter().map(|m| (m.0, m.1)).min().map(|m| Time::from_ms(m.0)));
+    }
+
+    fn drain_against(q: &mut EventQueue<u32>, model: &mut Vec<(i64, u64, u32)>) {
+        while !q.is_empty() { pop_and_check(q, model); }
+        assert!(model.is_empty());
+    }
+
     #[test]
     fn time_order_then_fifo() {
         let mut q = EventQueue::default();
@@ -318,11 +330,10 @@ mod tests {
                 pop_and_check(&mut q, &mut model);
                 popped += 1;
             }
-            assert_eq!(q.len(), model.len());
-            assert_eq!(q.peek_time(), model.iter().map(|m| (m.0, m.1)).min().map(|m| Time::from_ms(m.0)));
+            check_against(&q, &model);
         }
-        while !q.is_empty() { pop_and_check(&mut q, &mut model); }
-        assert!(model.is_empty() && popped > 2000 && laned > 5000, "{popped} pops, {laned} laned");
+        drain_against(&mut q, &mut model);
+        assert!(popped > 2000 && laned > 5000, "{popped} pops, {laned} laned");
     }
 
     #[test]
@@ -375,11 +386,10 @@ mod tests {
                 pop_and_check(&mut q, &mut model);
                 popped += 1;
             }
-            assert_eq!(q.len(), model.len());
-            assert_eq!(q.peek_time(), model.iter().map(|m| (m.0, m.1)).min().map(|m| Time::from_ms(m.0)));
+            check_against(&q, &model);
         }
-        while !q.is_empty() { pop_and_check(&mut q, &mut model); }
-        assert!(model.is_empty() && popped > 10_000 && slotted > 3000 && overflow > 1000 && stopped > 2000,
+        drain_against(&mut q, &mut model);
+        assert!(popped > 10_000 && slotted > 3000 && overflow > 1000 && stopped > 2000,
             "{popped} pops, {slotted} slotted, {overflow} to the heap from a full slot, {stopped} bounded pops that stopped");
     }
 }
