@@ -36,8 +36,8 @@ def main() -> None:
     if a.serial_every:
         return serial(a.plan, a.serial_every, Path(a.out))
 
-    from ratelab.campaign import load_plan
-    from ratelab.sweep import campaign_root, plan_specs, run_sweep
+    from ratelab.campaign.plan import load_plan
+    from ratelab.campaign.sweep import campaign_root, plan_specs, run_sweep
 
     # A previous measurement's folder is removed before the clock starts: deleting 840 run
     # folders took ~0.35 s, which is not part of a sweep. ratelab's imports (~0.06 s) are outside
@@ -79,9 +79,9 @@ def main() -> None:
 
 
 def serial(plan_name: str, every: int, out: Path) -> None:
-    from ratelab.campaign import load_plan
-    from ratelab.store import execute_run
-    from ratelab.sweep import plan_specs
+    from ratelab.campaign.plan import load_plan
+    from ratelab.campaign.store import execute_run
+    from ratelab.campaign.sweep import plan_specs
 
     specs = plan_specs(load_plan(plan_name))[::every]
     root = out / "serial"

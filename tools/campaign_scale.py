@@ -75,7 +75,7 @@ def main() -> None:
                             "SELECT count(*), sum(wall_seconds) FROM runs"])
         count, sim_sum = q.splitlines()[1].split(",")
         assert int(count) == n, q
-        t_rebuild, _ = timed([sys.executable, "-c", "import sys; from ratelab.store import rebuild_summary; "
+        t_rebuild, _ = timed([sys.executable, "-c", "import sys; from ratelab.campaign.store import rebuild_summary; "
                               "rebuild_summary(sys.argv[1], full=True)", str(out / f"scale-{n}")])
         load = open("/proc/loadavg").read().split()[0]
         print(f"| {n:,} | {wall:.1f} | {rss:.0f} | {tree:.0f} | {float(sim_sum):.1f} | {t_status:.2f} | {t_query:.2f} | {t_rebuild:.2f} | {load} |",

@@ -12,7 +12,7 @@ import argparse
 import time
 
 from ratelab.native import core
-from ratelab.runner import check_controllers
+from ratelab.run.runner import check_controllers
 from ratelab.scenario import load_scenario
 
 

@@ -11,18 +11,8 @@ scenarios, results, plots and reports::
 from __future__ import annotations
 
 
-def _version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("ratelab")
-    except metadata.PackageNotFoundError:  # running from a source tree
-        return "0+unknown"
-
-
-__version__ = _version()
-
-from .byo import (  # noqa: E402
+from ratelab._version import __version__
+from ratelab.byo import (  # noqa: E402
     Constraints,
     Controller,
     ControllerError,
@@ -33,10 +23,10 @@ from .byo import (  # noqa: E402
     SentPacket,
     Update,
 )
-from .errors import InputError  # noqa: E402
-from .gym_registration import register_when_gymnasium_loads  # noqa: E402
-from .runner import Interrupted, RunResult, ScenarioRun, run_scenario  # noqa: E402
-from .scenario import Scenario, builtin_names, load_scenario  # noqa: E402
+from ratelab.errors import InputError  # noqa: E402
+from ratelab.gym_registration import register_when_gymnasium_loads  # noqa: E402
+from ratelab.run.runner import Interrupted, RunResult, ScenarioRun, run_scenario  # noqa: E402
+from ratelab.scenario import Scenario, builtin_names, load_scenario  # noqa: E402
 
 # `gymnasium.make("ratelab/BandwidthEstimation-v0")` works after `import ratelab`, without
 # importing gymnasium (seconds) or torch here: the id is registered when gymnasium is loaded.

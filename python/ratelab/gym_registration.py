@@ -17,7 +17,7 @@ from typing import Any
 
 
 def _register() -> None:
-    from .rl import _register as register_env
+    from ratelab.rl import register_env
 
     register_env()
 

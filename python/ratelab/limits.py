@@ -1,7 +1,7 @@
 """The accepted ranges of scenario and plan fields as Markdown, for docs/scenarios.md.
 
 The ranges are declared once: scenario fields in the core (``scenario/limits.rs``, read through
-``_core.scenario_limits()``), plan fields in :data:`ratelab.campaign.PLAN_LIMITS`. This module
+``_core.scenario_limits()``), plan fields in :data:`ratelab.campaign.plan.PLAN_LIMITS`. This module
 only renders them; ``tests/python/test_limits.py`` checks that the docs hold exactly this text.
 Regenerate with ``python -m ratelab.limits``.
 """
@@ -13,14 +13,14 @@ END = "<!-- end of generated ranges -->"
 
 
 def scenario_rows() -> list[dict]:
-    from .native import core
+    from ratelab.native import core
 
     return list(core().scenario_limits())
 
 
 def markdown() -> str:
     """Both tables, between the :data:`BEGIN` / :data:`END` markers."""
-    from .campaign import MAX_RUNS, PLAN_LIMITS
+    from ratelab.campaign.plan import MAX_RUNS, PLAN_LIMITS
 
     lines = [BEGIN, "", "| scenario field | accepted | meaning of a boundary value |", "|---|---|---|"]
     for row in scenario_rows():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .errors import InputError
+from ratelab.errors import InputError
 
 
 def core() -> ModuleType:

@@ -15,14 +15,14 @@ import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from .errors import InputError, from_core
+from ratelab.errors import InputError, from_core
 
 PACKAGE_DIR = Path(str(resources.files("ratelab")))
 SCENARIO_DIR = PACKAGE_DIR / "scenarios"
@@ -77,7 +77,7 @@ class Scenario:
     def media_controllers(self) -> list[str]:
         """Controller names of the media flows, in order, without repeats."""
         names = [f.get("controller", "gcc") for f in self.data.get("flows", []) if isinstance(f, dict) and f.get("kind") == "media"]
-        return list(dict.fromkeys(names))
+        return list(dict.fromkeys(n for n in names if isinstance(n, str)))  # a non-name fails validation later
 
     def with_overrides(self, overrides: Iterable[str]) -> "Scenario":
         """A copy with more ``key=value`` overrides applied (trace paths resolved again)."""
@@ -88,10 +88,44 @@ class Scenario:
         sc._resolve_trace()
         return sc
 
+    def with_controller(self, name: str, params: Mapping[str, Any] | None = None) -> "Scenario":
+        """A copy in which every media flow runs ``name`` with ``params`` (``-c NAME -p NAME.k=v``).
+
+        A flow keeps its scenario parameters only when it already ran ``name``: another
+        controller's parameters would not fit. A parameter the user typed (``--set
+        flows.N.params.k=v``) for a flow whose controller ``name`` replaces would be lost that
+        way, so it is an error that says how to give it instead.
+        """
+        flows = [f for f in self.data.get("flows", []) if isinstance(f, dict)]
+        for item in self.overrides:
+            parts = parse_key(item.partition("=")[0])
+            if len(parts) >= 3 and parts[0] == "flows" and parts[1].isdigit() and parts[2] == "params":
+                i = int(parts[1])
+                own = flows[i].get("controller", "gcc") if i < len(flows) else name
+                if own != name:
+                    key = ".".join(parts[3:]) or "KEY"
+                    raise InputError("--set", item, f"flows[{i}] runs {own}, which -c {name} replaces, so this parameter "
+                                                    f"would not arrive: give it as -p '{name}.{key}=VALUE'")
+        data = copy.deepcopy(self.data)
+        apply_controller(data, name, dict(params or {}))
+        return Scenario(data, self.source, self.path, self.builtin, list(self.overrides))
+
+    def with_params(self, by_controller: Mapping[str, Mapping[str, Any]]) -> "Scenario":
+        """A copy in which the media flows running controller ``C`` get ``by_controller[C]`` on
+        top of their own parameters (``-p C.k=v`` without ``-c``)."""
+        data = copy.deepcopy(self.data)
+        for f in _media_flows(data):
+            name = f.get("controller", "gcc")
+            extra = by_controller.get(name) if isinstance(name, str) else None  # a non-name fails validation
+            if extra:
+                own = f.get("params")
+                f["params"] = {**(own if isinstance(own, dict) else {}), **extra}
+        return Scenario(data, self.source, self.path, self.builtin, list(self.overrides))
+
     def validate(self, controller: str | None = None) -> None:
         """Ask the core to check the document (with every media flow's controller replaced by
         ``controller`` if given); raises :class:`InputError` naming the field."""
-        from .native import core, core_errors
+        from ratelab.native import core, core_errors
 
         try:
             if controller is None:
@@ -200,6 +234,42 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     if not sep:
         raise InputError("--set", item, "expected KEY=VALUE, e.g. link.loss=0.05")
     return parse_key(key), parse_value(value.strip())
+
+
+def _media_flows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in data.get("flows", []) if isinstance(f, dict) and f.get("kind", "media") == "media"]
+
+
+def apply_controller(data: dict[str, Any], name: str, params: Mapping[str, Any]) -> None:
+    """Every media flow of ``data`` runs ``name`` with ``params``; a flow keeps its own
+    parameters only when it already ran ``name``."""
+    for f in _media_flows(data):
+        own = f.get("params") if f.get("controller", "gcc") == name else None
+        own = own if isinstance(own, dict) else {}
+        f["controller"] = name
+        f["params"] = {**own, **params}
+
+
+def parse_params(items: Iterable[str], controllers: Iterable[str], option: str = "-p") -> dict[str, dict[str, Any]]:
+    """``-p NAME.KEY=VALUE`` items as ``{NAME: {KEY: VALUE}}`` (a dotted KEY nests; VALUE is a TOML
+    literal). NAME is one of ``controllers`` (the longest that fits, so names with dots such as
+    ``my_cc.py:MyCC`` work); a parameter for a controller that does not run is an error, since
+    it would never arrive."""
+    names = sorted(set(controllers), key=len, reverse=True)
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        lhs, sep, value = item.partition("=")
+        name = next((n for n in names if lhs.startswith(n + ".") and len(lhs) > len(n) + 1), None)
+        if not sep or name is None:
+            given = ", ".join(sorted(set(controllers))) or "none"
+            why = "expected NAME.KEY=VALUE, e.g. gcc.profile=\"m84\"" if not sep else "names no controller of this run"
+            raise InputError(option, item, f"{why} (controllers: {given})")
+        try:
+            keys = parse_key(lhs[len(name) + 1:])
+        except InputError:
+            raise InputError(option, item, "KEY is not a valid parameter name") from None
+        set_path(out.setdefault(name, {}), keys, parse_value(value.strip()))
+    return out
 
 
 def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> None:

@@ -267,9 +267,9 @@ def _plan(tmp_path: Path, controllers: list[str]) -> Path:
 def test_sweep_runs_python_controllers_and_records_their_errors(core, user_dir, tmp_path, engine):
     if engine == "ray":
         pytest.importorskip("ray")
-    from ratelab.campaign import load_plan
-    from ratelab.store import connect
-    from ratelab.sweep import campaign_root, run_sweep
+    from ratelab.campaign.plan import load_plan
+    from ratelab.campaign.store import connect
+    from ratelab.campaign.sweep import campaign_root, run_sweep
 
     p = load_plan(str(_plan(user_dir, ["my_cc.py:Noisy", "my_cc.py:Boom", "ratelab.examples.aimd:Aimd"])))
     root = campaign_root(p, tmp_path / engine)
@@ -283,7 +283,7 @@ def test_sweep_runs_python_controllers_and_records_their_errors(core, user_dir, 
 
 
 def test_live_runs_the_same_class_against_the_wall_clock(core, user_dir, tmp_path):
-    from ratelab import live
+    from ratelab.run import live
 
     sc = load_scenario("rmcat-5.1", ["duration_s=3"])
     run = live.run_live(sc, ["ratelab.examples.aimd:Aimd"], out_dir=tmp_path, seed=2).runs[0]
@@ -331,9 +331,9 @@ def test_the_documented_controller_runs_with_run_sweep_and_live(core, cli, tmp_p
 
 
 def test_leaderboard_ranks_a_python_controller_like_a_builtin(core, user_dir, tmp_path):
-    from ratelab.leaderboard import leaderboard_plan, write_leaderboard
+    from ratelab.report.leaderboard import leaderboard_plan, write_leaderboard
     from ratelab.scenario import TRACE_DIR
-    from ratelab.sweep import campaign_root, plan_specs, run_sweep
+    from ratelab.campaign.sweep import campaign_root, plan_specs, run_sweep
 
     traces = tmp_path / "traces"
     traces.mkdir()

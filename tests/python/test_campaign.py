@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ratelab.campaign import RunSpec, expand_plan, load_plan, trace_files
+from ratelab.campaign.plan import RunSpec, expand_plan, load_plan, trace_files
 from ratelab.errors import InputError
 
 KNOWN = ["gcc", "fixed", "oracle"]
@@ -143,7 +143,7 @@ def _tree_files(root: Path) -> list[Path]:
 
 
 def test_a_finished_run_is_one_complete_folder_with_provenance(tmp_path, fake_core):
-    from ratelab.store import execute_run, read_provenance
+    from ratelab.campaign.store import execute_run, read_provenance
 
     root = tmp_path / "camp"
     out = execute_run(_spec(tmp_path, git_commit="abc123"), root)
@@ -165,7 +165,7 @@ def test_a_finished_run_is_one_complete_folder_with_provenance(tmp_path, fake_co
 
 
 def test_a_run_that_dies_midway_leaves_only_its_error(tmp_path, fake_core, monkeypatch):
-    from ratelab.store import execute_run, failures
+    from ratelab.campaign.store import execute_run, failures
 
     calls = {"n": 0}
     real_run = fake_core.Simulation.run
@@ -177,7 +177,7 @@ def test_a_run_that_dies_midway_leaves_only_its_error(tmp_path, fake_core, monke
         return real_run(self, min(until_s or 1.0, 1.0))
 
     monkeypatch.setattr(fake_core.Simulation, "run", failing_run)
-    monkeypatch.setattr("ratelab.runner.CHUNK_S", 1.0)
+    monkeypatch.setattr("ratelab.run.runner.CHUNK_S", 1.0)
     root = tmp_path / "camp"
     out = execute_run(_spec(tmp_path), root)
     assert out["status"] == "failed" and "simulated crash" in out["error"]
@@ -194,7 +194,7 @@ def test_a_run_that_dies_midway_leaves_only_its_error(tmp_path, fake_core, monke
 
 def test_packed_runs_travel_as_bytes_and_commit_like_local_ones(tmp_path, fake_core, monkeypatch):
     """Ray's default: the worker returns the run's files, the driver commits them (no shared disk)."""
-    from ratelab.store import commit_packed, execute_run, execute_run_packed, failures
+    from ratelab.campaign.store import commit_packed, execute_run, execute_run_packed, failures
 
     out = execute_run_packed(_spec(tmp_path, git_commit="abc"))
     files = out.pop("files")
@@ -237,8 +237,8 @@ seeds = [1, 2]
 
 
 def test_failures_are_isolated_and_query_sees_the_rest(tmp_path, core):
-    from ratelab.store import connect
-    from ratelab.sweep import campaign_root, campaign_status, plan_specs, run_sweep
+    from ratelab.campaign.store import connect
+    from ratelab.campaign.sweep import campaign_root, campaign_status, plan_specs, run_sweep
 
     p = load_plan(str(write_plan(tmp_path, SWEEP_PLAN)))
     root = campaign_root(p, tmp_path / "results")
@@ -299,8 +299,8 @@ seeds = 10
 
 
 def test_kill_9_mid_campaign_loses_no_finished_run_and_resume_completes(tmp_path, core):
-    from ratelab.store import read_provenance
-    from ratelab.sweep import campaign_root, campaign_status, plan_specs
+    from ratelab.campaign.store import read_provenance
+    from ratelab.campaign.sweep import campaign_root, campaign_status, plan_specs
 
     plan_path = write_plan(tmp_path, KILL_PLAN)
     out = tmp_path / "res"
@@ -347,8 +347,8 @@ def test_kill_9_mid_campaign_loses_no_finished_run_and_resume_completes(tmp_path
 
 def test_ray_engine_on_a_local_instance_matches_the_local_engine(tmp_path, core):
     pytest.importorskip("ray")
-    from ratelab.store import connect
-    from ratelab.sweep import campaign_root, run_sweep
+    from ratelab.campaign.store import connect
+    from ratelab.campaign.sweep import campaign_root, run_sweep
 
     body = """
     name = "r"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ratelab.campaign import load_plan
+from ratelab.campaign.plan import load_plan
 from test_campaign import write_plan
 
 PLAN = """
@@ -44,9 +44,9 @@ def _objects(fs, path: str) -> dict[str, int]:
 
 def _check_store(out_uri: str, tmp_path: Path) -> None:
     """Sweep into the store, compare with a local sweep, then resume after damage."""
-    from ratelab import remote
-    from ratelab.store import connect
-    from ratelab.sweep import campaign_root, campaign_status, plan_specs, run_sweep
+    from ratelab.campaign import remote
+    from ratelab.campaign.store import connect
+    from ratelab.campaign.sweep import campaign_root, campaign_status, plan_specs, run_sweep
 
     p = load_plan(str(write_plan(tmp_path, PLAN)))
     r = campaign_root(p, out_uri)
@@ -175,7 +175,7 @@ def test_s3_store(tmp_path, core, s3_server):
 
 def test_s3_uri_opens_with_single_put():
     """Small files go up as one PutObject (allow_delayed_open) unless the user chose otherwise."""
-    from ratelab.remote import _single_put
+    from ratelab.campaign.remote import _single_put
 
     assert _single_put("s3://b/p") == "s3://b/p?allow_delayed_open=true"
     assert _single_put("s3://b/p?region=eu-west-1") == "s3://b/p?region=eu-west-1&allow_delayed_open=true"

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ratelab.campaign import RunSpec
+from ratelab.campaign.plan import RunSpec
 
 from test_campaign import TINY  # the one-flow 3 s scenario every campaign test uses
 
@@ -31,7 +31,7 @@ def _spec(tmp_path: Path, seed: int, controller: str = "gcc") -> RunSpec:
 
 
 def _run(tmp_path: Path, root: Path, seeds, controller: str = "gcc") -> None:
-    from ratelab.store import execute_run
+    from ratelab.campaign.store import execute_run
 
     (root / ".tmp").mkdir(parents=True, exist_ok=True)
     for s in seeds:
@@ -46,7 +46,7 @@ def _sorted(table: pa.Table) -> pa.Table:
 
 
 def _equals_full_rebuild(root: Path, tmp_path: Path) -> None:
-    from ratelab.summary import rebuild_summary
+    from ratelab.campaign.summary import rebuild_summary
 
     ref = tmp_path / "ref"
     shutil.rmtree(ref, ignore_errors=True)
@@ -59,7 +59,7 @@ def _equals_full_rebuild(root: Path, tmp_path: Path) -> None:
 
 
 def test_summary_rebuild_reads_only_the_runs_it_lacks(tmp_path, fake_core):
-    from ratelab.summary import rebuild_summary, summary_runs
+    from ratelab.campaign.summary import rebuild_summary, summary_runs
 
     root = tmp_path / "camp"
     _run(tmp_path, root, range(1, 7))
@@ -82,7 +82,7 @@ def test_summary_rebuild_reads_only_the_runs_it_lacks(tmp_path, fake_core):
 
 
 def test_a_removed_run_folder_forces_a_full_rebuild(tmp_path, fake_core):
-    from ratelab.summary import rebuild_summary
+    from ratelab.campaign.summary import rebuild_summary
 
     root = tmp_path / "camp"
     _run(tmp_path, root, range(1, 5))
@@ -97,7 +97,7 @@ def test_a_removed_run_folder_forces_a_full_rebuild(tmp_path, fake_core):
 
 def test_a_summary_without_its_run_list_is_rebuilt_from_scratch(tmp_path, fake_core):
     """A summary written before the run list existed (or damaged) is not trusted."""
-    from ratelab.summary import rebuild_summary
+    from ratelab.campaign.summary import rebuild_summary
 
     root = tmp_path / "camp"
     _run(tmp_path, root, range(1, 4))
@@ -116,8 +116,8 @@ def test_a_summary_without_its_run_list_is_rebuilt_from_scratch(tmp_path, fake_c
 def test_queries_open_only_the_runs_the_summary_lacks(tmp_path, fake_core):
     """`ratelab query` on a campaign whose sweep was killed before it rewrote the summary: the
     summary plus the runs finished since, every run exactly once."""
-    from ratelab.store import ERROR_FILE
-    from ratelab.summary import connect, rebuild_summary
+    from ratelab.campaign.store import ERROR_FILE
+    from ratelab.campaign.summary import connect, rebuild_summary
 
     root = tmp_path / "camp"
     _run(tmp_path, root, range(1, 6))
@@ -144,7 +144,7 @@ def test_queries_open_only_the_runs_the_summary_lacks(tmp_path, fake_core):
 
 
 def test_views_named_finds_the_optional_views_of_a_query():
-    from ratelab.summary import views_named
+    from ratelab.campaign.summary import views_named
 
     assert views_named("SELECT count(*) FROM runs") == {"runs"}
     assert views_named("select * from Series s join flows f using (seed)") == {"series", "flows"}
@@ -152,7 +152,7 @@ def test_views_named_finds_the_optional_views_of_a_query():
 
 
 def test_parquet_chunks_are_joined_into_the_same_table():
-    from ratelab.runner import _join_chunks
+    from ratelab.run.runner import _join_chunks
 
     rng = np.random.default_rng(1)
     chunks = [{"t": rng.random(n), "flow": np.arange(n, dtype=np.uint32), "lost": rng.random(n) < 0.5} for n in (3, 0, 5, 1)]
@@ -168,14 +168,14 @@ def test_parquet_chunks_are_joined_into_the_same_table():
 def test_campaign_runs_in_long_chunks_give_the_same_results(tmp_path, core):
     """A campaign run is simulated in CAMPAIGN_CHUNK_S chunks, `ratelab run` in CHUNK_S ones:
     the same summary and the same series, value for value."""
-    from ratelab.runner import _no_progress, _run_one
+    from ratelab.run.runner import no_progress, run_one
     from ratelab.scenario import load_scenario
 
     sc = load_scenario("rmcat-5.3", ["duration_s=30", "metrics.packet_log=false"])
     out = {}
     for chunk in (1.0, 60.0):
         d = tmp_path / f"c{chunk}"
-        r = _run_one(sc, sc.to_json(), None, "gcc", "gcc", 4, d, _no_progress, None, chunk_s=chunk)
+        r = run_one(sc, sc.to_json(), None, "gcc", "gcc", 4, d, no_progress, None, chunk_s=chunk)
         out[chunk] = (r.flows, r.link, pq.read_table(d / "series.parquet"))
     assert out[1.0][0] == out[60.0][0] and out[1.0][1] == out[60.0][1]
     a, b = out[1.0][2], out[60.0][2]
@@ -189,9 +189,9 @@ def test_a_resumed_sweep_updates_the_summary_to_equal_a_full_rebuild(tmp_path, c
     killed before it updated the summary; then the plan grown to 6 seeds (a resume): the last
     sweep runs only seed 6, and the summary it leaves holds all 6 runs once and equals one
     rebuilt from every run file."""
-    from ratelab.campaign import expand_plan, load_plan
-    from ratelab.store import execute_run
-    from ratelab.sweep import run_sweep
+    from ratelab.campaign.plan import expand_plan, load_plan
+    from ratelab.campaign.store import execute_run
+    from ratelab.campaign.sweep import run_sweep
 
     (tmp_path / "tiny.toml").write_text(TINY.replace("duration_s = 3", "duration_s = 2"))
     root = tmp_path / "out" / "grow"
@@ -215,8 +215,8 @@ def test_plan_json_encodes_each_scenario_document_once(tmp_path, monkeypatch):
     scenario) once: work and memory per run do not include a copy of the scenario."""
     import json
 
-    import ratelab.store as store
-    from ratelab.campaign import expand_plan, load_plan
+    import ratelab.campaign.store as store
+    from ratelab.campaign.plan import expand_plan, load_plan
 
     p = load_plan("p", data={"name": "p", "controllers": ["gcc"], "scenarios": ["rmcat-5.1", "rmcat-5.2"], "seeds": 40})
     specs = expand_plan(p, known_controllers=["gcc"])
@@ -233,7 +233,7 @@ def test_plan_json_encodes_each_scenario_document_once(tmp_path, monkeypatch):
 def test_atomic_text_leaves_no_file_when_the_writer_fails(tmp_path):
     """plan.json and summary.json go through results.atomic_text: a block that raises half-way
     leaves the old file as it was and no temporary file behind."""
-    from ratelab.results import atomic_text
+    from ratelab.run.results import atomic_text
 
     path = tmp_path / "plan.json"
     path.write_text("old\n")
@@ -251,9 +251,9 @@ def test_the_summary_after_a_sweep_uses_the_workers_tables_and_equals_a_full_reb
     """The workers hand each run's flows rows back with its result, so the summary update at the
     end of a sweep reads no flows file; the summary still equals one rebuilt from the files, with
     runs whose columns differ (controller parameters, grid values, a failed run) in one sweep."""
-    import ratelab.summary as summary
-    from ratelab.campaign import load_plan
-    from ratelab.sweep import run_sweep
+    import ratelab.campaign.summary as summary
+    from ratelab.campaign.plan import load_plan
+    from ratelab.campaign.sweep import run_sweep
 
     (tmp_path / "tiny.toml").write_text(TINY.replace("duration_s = 3", "duration_s = 2"))
     plan = load_plan("mixed", data={"name": "mixed", "controllers": ["gcc", "aimd"], "seeds": [1, 2],
@@ -275,7 +275,7 @@ def test_fresh_flows_match_the_file_as_the_summary_reads_it(tmp_path, core):
     folder names it cannot parse exactly fall back to reading the file."""
     import duckdb
 
-    from ratelab.summary import _flows_select, _read_files, fresh_flows
+    from ratelab.campaign.summary import _flows_select, _read_files, fresh_flows
 
     root = tmp_path / "c"
     _run(tmp_path, root, [3])

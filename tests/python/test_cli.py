@@ -21,6 +21,7 @@ import pytest
 
 from conftest import HERE, restore_default_sigint
 from ratelab import cli as cli_mod
+from ratelab.cli import commands
 from ratelab.scenario import TRACE_DIR
 
 GOOD = textwrap.dedent("""
@@ -207,7 +208,7 @@ def test_demo(core, cli, tmp_path):
     assert "report" in r.stdout
     html = (tmp_path / "demo" / "report.html").read_text()
     assert "Overview" in html and "://" not in html
-    for _, _, _, folder in cli_mod.DEMO_SCENARIOS:
+    for _, _, _, folder in commands.DEMO_SCENARIOS:
         assert (tmp_path / "demo" / folder / "summary.json").is_file()
 
 
@@ -217,16 +218,16 @@ def test_fake_run_and_interrupt(fake_core, tmp_path, capsys, monkeypatch):
     assert cli_mod.main(["run", "lcc-loss", "-c", "gcc", "--set", "duration_s=3", "--out", str(tmp_path / "a")]) == 0
     assert (tmp_path / "a" / "summary.json").is_file() and (tmp_path / "a" / "report.html").is_file()
 
-    from ratelab import runner
+    from ratelab.run import runner
 
-    real = runner._run_one
+    real = runner.run_one
 
-    def flaky(sc, doc, controller, *a, **kw):
-        if controller == "oracle":
+    def flaky(sc, doc, controller, label, *a, **kw):
+        if label == "oracle":
             raise KeyboardInterrupt
-        return real(sc, doc, controller, *a, **kw)
+        return real(sc, doc, controller, label, *a, **kw)
 
-    monkeypatch.setattr(runner, "_run_one", flaky)
+    monkeypatch.setattr(runner, "run_one", flaky)
     rc = cli_mod.main(["run", "lcc-loss", "-c", "gcc", "-c", "oracle", "--set", "duration_s=3", "--out", str(tmp_path / "b")])
     assert rc == 130
     s = json.loads((tmp_path / "b" / "summary.json").read_text())
@@ -243,7 +244,7 @@ def test_fake_bad_input_one_line(fake_core, capsys):
 
 
 def test_fake_demo_and_list(fake_core, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli_mod, "DEMO_SCENARIOS", [s for s in cli_mod.DEMO_SCENARIOS if not s[0].startswith("trace")])
+    monkeypatch.setattr(commands, "DEMO_SCENARIOS", [s for s in commands.DEMO_SCENARIOS if not s[0].startswith("trace")])
     assert cli_mod.main(["demo", "--set", "duration_s=2", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "report:" in out

@@ -118,7 +118,7 @@ def test_docs_list_the_declared_ranges(core):
     assert limits.markdown() in text, "docs/scenarios.md is out of date: paste `python -m ratelab.limits` over its ranges section"
     rows = core.scenario_limits()
     assert {r["field"] for r in rows} >= {"duration_s", "flows[*].one_way_delay_ms", "link.queue.ms", "flows[*].count"}
-    from ratelab.campaign import MAX_DURATION_S  # the plan's and the flags' copy of the core's limit
+    from ratelab.campaign.plan import MAX_DURATION_S  # the plan's and the flags' copy of the core's limit
 
     assert MAX_DURATION_S == next(r["max"] for r in rows if r["field"] == "duration_s")
 
@@ -203,7 +203,8 @@ def test_import_ratelab_does_not_import_gymnasium(core):
 
 _RSS_SCRIPT = """
 import resource, sys
-from ratelab import plots, runner
+from ratelab.report import plots
+from ratelab.run import runner
 from ratelab.cli import main
 runner.FLUSH_ROWS = 4096        # small buffers: the bound is reached after ~100 simulated s
 plots.MAX_PLOT_ROWS = 8000
@@ -232,7 +233,7 @@ def test_plots_read_long_series_decimated_per_flow(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ratelab.plots import read_series
+    from ratelab.report.plots import read_series
 
     n = 10_000  # two flows interleaved, as the simulator writes them
     t = np.repeat(np.arange(n) * 0.025, 2)
@@ -260,7 +261,7 @@ def test_plots_read_long_series_decimated_per_flow(tmp_path):
 
 def test_sink_abort_after_commit_leaves_nothing(tmp_path):
     """A run interrupted between the commits of its Parquet files discards the committed one too."""
-    from ratelab.runner import ParquetSink
+    from ratelab.run.runner import ParquetSink
 
     s = ParquetSink(tmp_path / "series.parquet")
     s.write({"t_s": [0.0, 0.025]})

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ratelab.leaderboard import _ranks, ranking, trace_group
+from ratelab.report.leaderboard import _ranks, ranking, trace_group
 
 
 def test_ranks_average_ties_and_put_missing_last():

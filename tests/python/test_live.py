@@ -11,9 +11,9 @@ import threading
 import pyarrow.parquet as pq
 import pytest
 
-from ratelab import live
+from ratelab.run import live
 from ratelab.errors import InputError
-from ratelab.results import write_summary
+from ratelab.run.results import write_summary
 from ratelab.scenario import load_scenario
 
 

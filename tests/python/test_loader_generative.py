@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from ratelab import cli as cli_mod  # noqa: E402
+from ratelab.cli import app as cli_app  # noqa: E402
 
 EXAMPLES = int(os.environ.get("RATELAB_HYPOTHESIS_EXAMPLES", "200"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=10_000, derandomize=True, print_blob=True,
@@ -123,7 +124,7 @@ def run_cli(args: list[str]) -> tuple[int, str]:
     err = io.StringIO()
     # The report and plots are not the loader: skip them to keep each case cheap.
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
-            mock.patch.object(cli_mod, "_finish", lambda *a, **k: None):
+            mock.patch.object(cli_app, "finish", lambda *a, **k: None):
         rc = cli_mod.main(args)
     return rc, err.getvalue()
 

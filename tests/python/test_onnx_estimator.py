@@ -153,7 +153,7 @@ def test_bad_models_are_one_line_errors(cli, core, models, tmp_path):
         tmp_path / "missing.onnx": "cannot read",
     }
     for path, msg in cases.items():
-        r = cli("run", "rmcat-5.1", "-c", "onnx", "--set", f"flows.0.params.model={path}", "--set", "duration_s=2",
+        r = cli("run", "rmcat-5.1", "-c", "onnx", "-p", f"onnx.model={path}", "--set", "duration_s=2",
                 "--out", str(tmp_path / "out"))
         assert r.returncode == 2, r.stderr
         lines = r.stderr.strip().splitlines()
@@ -164,7 +164,7 @@ def test_bad_models_are_one_line_errors(cli, core, models, tmp_path):
 
 
 def test_cli_run_and_sweep_with_a_model(cli, core, models, tmp_path):
-    r = cli("run", "rmcat-5.1", "-c", "onnx", "-c", "gcc", "--set", f"flows.0.params.model={models['mlp']}",
+    r = cli("run", "rmcat-5.1", "-c", "onnx", "-c", "gcc", "-p", f"onnx.model={models['mlp']}",
             "--set", "duration_s=6", "--out", str(tmp_path / "run"))
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -206,12 +206,12 @@ def test_gym_env_mmsys24_observation(core):
 
 def test_live_run_with_a_model_and_audio(core, models, tmp_path):
     """The model runs in the live receiver; its estimates reach the sender as RTCP REMB."""
-    from ratelab import live
-    from ratelab.results import write_summary
+    from ratelab.run import live
+    from ratelab.run.results import write_summary
     from ratelab.scenario import load_scenario
 
-    sc = load_scenario("rmcat-5.1", ["duration_s=4", f"flows.0.params.model='{models['lstm']}'", "flows.0.media.audio_kbps=32"])
-    res = live.run_live(sc, ["onnx"], out_dir=tmp_path, seed=3)
+    sc = load_scenario("rmcat-5.1", ["duration_s=4", "flows.0.media.audio_kbps=32"])
+    res = live.run_live(sc, ["onnx"], out_dir=tmp_path, seed=3, params={"onnx": {"model": str(models["lstm"])}})
     summary = json.loads(write_summary(res).read_text())
     assert summary["runs"][0]["controller"] == "onnx"
     sender = json.loads((tmp_path / "onnx" / "live.json").read_text())["flows"][0]["sender"]

@@ -110,7 +110,7 @@ def _sweep(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
 
 
 def _summary(root: Path) -> list[tuple]:
-    from ratelab.store import connect
+    from ratelab.campaign.store import connect
 
     q = ("SELECT controller, scenario, seed, id, packets_sent, throughput_kbps, owd_ms_p95, link_utilization "
          "FROM flows ORDER BY ALL")
@@ -118,8 +118,8 @@ def _summary(root: Path) -> list[tuple]:
 
 
 def test_two_node_cluster_without_shared_disk_matches_the_pool_and_survives_a_lost_node(tmp_path, core):
-    from ratelab.campaign import load_plan
-    from ratelab.sweep import campaign_root, campaign_status, plan_specs
+    from ratelab.campaign.plan import load_plan
+    from ratelab.campaign.sweep import campaign_root, campaign_status, plan_specs
 
     (tmp_path / "tiny.toml").write_text(SCENARIO)
     (tmp_path / "plan.toml").write_text(textwrap.dedent(PLAN))

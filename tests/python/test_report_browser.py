@@ -93,7 +93,7 @@ def test_leaderboard_page(tmp_path, core, cli):
 
 def test_the_probe_catches_what_it_checks(tmp_path):
     """The harness itself: a page that scrolls sideways, holds a broken image or throws fails."""
-    from ratelab.page import document
+    from ratelab.report.page import document
 
     def page(name: str, body: str):
         p = tmp_path / f"{name}.html"

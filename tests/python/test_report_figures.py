@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from ratelab.compare import aggregate, competitors_front, ecdf, front_path, pareto_front, run_point
-from ratelab.page import Column, fmt, sortable_table
+from ratelab.report.compare import aggregate, competitors_front, ecdf, front_path, pareto_front, run_point
+from ratelab.report.page import Column, fmt, sortable_table
 
 
 def test_pareto_front_by_hand():
@@ -73,7 +73,7 @@ def test_ecdf_by_hand():
 
 
 def test_per_second_loss_bins():
-    from ratelab.plots import _per_second
+    from ratelab.report.plots import _per_second
 
     t = np.array([0.0, 0.5, 0.975, 1.0, 1.5, 3.2])
     v = np.array([1, 2, 3, 4, np.nan, 5], dtype=float)
@@ -90,7 +90,7 @@ def test_per_second_loss_bins():
 def test_figures_are_written(tmp_path):
     from PIL import Image
 
-    from ratelab.figures import plot_cdfs, plot_pareto, styles
+    from ratelab.report.figures import plot_cdfs, plot_pareto, styles
 
     names = [f"c{i}" for i in range(12)] + ["oracle"]
     st = styles(names)
@@ -125,8 +125,8 @@ def test_sortable_table_numbers_and_best_cells():
 
 
 def test_report_pages_with_the_fake_core(fake_core, tmp_path):
-    from ratelab.report import write_report
-    from ratelab.runner import run_scenario
+    from ratelab.report.run_report import write_report
+    from ratelab.run.runner import run_scenario
 
     a = run_scenario("rmcat-5.6", ["gcc", "oracle"], out_dir=tmp_path / "a", overrides=["duration_s=10"])
     b = run_scenario("lcc-loss", ["gcc"], out_dir=tmp_path / "b", overrides=["duration_s=10", "link.loss=0.05"])
@@ -150,15 +150,15 @@ def test_report_pages_with_the_fake_core(fake_core, tmp_path):
 def test_smoothing_keeps_the_series_length_and_averages_by_hand():
     """The 1 s moving average of the run plot: same length as the series even when the series is
     shorter than the window (a 1 s run has 39 samples at 25 ms; np.convolve gave 40), NaN left out."""
-    from ratelab.plots import _smooth
+    from ratelab.report.plots import smooth
 
     t = np.arange(39) * 0.025
     v = np.ones(39)
-    assert _smooth(t, v).shape == (39,) and np.allclose(_smooth(t, v), 1.0)
+    assert smooth(t, v).shape == (39,) and np.allclose(smooth(t, v), 1.0)
     # window of 3 samples (0.075 s at 25 ms): mean of the neighbours, NaN skipped, edges partial
     t = np.arange(5) * 0.025
     v = np.array([1.0, 2.0, np.nan, 4.0, 5.0])
-    assert np.allclose(_smooth(t, v, window_s=0.075), [1.5, 1.5, 3.0, 4.5, 4.5])
+    assert np.allclose(smooth(t, v, window_s=0.075), [1.5, 1.5, 3.0, 4.5, 4.5])
 
 
 def test_a_run_shorter_than_the_smoothing_window_gets_its_report(tmp_path, cli):

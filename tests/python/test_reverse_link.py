@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ratelab.runner import RunResult, ScenarioRun
+from ratelab.run.runner import RunResult, ScenarioRun
 from ratelab.scenario import Scenario, load_scenario
 from test_cli import GOOD, assert_bad_input
 
@@ -137,7 +137,7 @@ def _table_text(res: ScenarioRun) -> str:
 
     from rich.console import Console
 
-    from ratelab.cli import summary_table
+    from ratelab.cli.app import summary_table
 
     buf = io.StringIO()
     Console(file=buf, width=200).print(summary_table(res))
@@ -160,7 +160,7 @@ def test_summary_json_has_reverse_link_only_when_present():
 
 
 def test_report_shows_the_reverse_link_when_present(tmp_path):
-    from ratelab.report import write_report
+    from ratelab.report.run_report import write_report
 
     one = write_report([_result(False)], tmp_path / "one.html", plots=False).read_text()
     assert "Reverse bottleneck" not in one and "feedback loss" not in one and "direction" not in one
@@ -188,8 +188,8 @@ OLD_COLUMNS = ["direction", "return_packets_sent", "return_packets_lost", "retur
 
 
 def test_campaign_with_rmcat_5_3_stores_and_queries_the_reverse_columns(core, cli, tmp_path):
-    from ratelab.leaderboard import write_leaderboard
-    from ratelab.store import connect, rebuild_summary
+    from ratelab.report.leaderboard import write_leaderboard
+    from ratelab.campaign.store import connect, rebuild_summary
 
     (tmp_path / "plan.toml").write_text(MIX_PLAN)
     out = tmp_path / "res"
@@ -235,8 +235,8 @@ def test_campaign_with_rmcat_5_3_stores_and_queries_the_reverse_columns(core, cl
 
 def test_one_way_campaign_views_have_the_reverse_columns(tmp_path, fake_core):
     """Runs that never wrote direction or reverse columns still answer queries that name them."""
-    from ratelab.campaign import RunSpec
-    from ratelab.store import connect, execute_run
+    from ratelab.campaign.plan import RunSpec
+    from ratelab.campaign.store import connect, execute_run
 
     doc = load_scenario(_file(tmp_path, ONE_WAY)).data
     spec = RunSpec("c", "controller=gcc/scenario=t/seed=1", "gcc", "gcc", {}, "t", "t", doc, 1)
@@ -248,6 +248,6 @@ def test_one_way_campaign_views_have_the_reverse_columns(tmp_path, fake_core):
 
 def test_percentages_never_read_minus_zero():
     """A link no flow's data crosses reports utilization -0.0 (an empty f64 sum in the core)."""
-    from ratelab.report import fmt
+    from ratelab.report.run_report import fmt
 
     assert fmt(-0.0, "pct") == "0.0 %" and fmt(0.25, "pct") == "25.0 %"

@@ -7,10 +7,10 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from ratelab import runner
+from ratelab.run import runner
 from ratelab.errors import InputError
-from ratelab.results import build_summary, write_summary
-from ratelab.runner import Interrupted, run_scenario
+from ratelab.run.results import build_summary, write_summary
+from ratelab.run.runner import Interrupted, run_scenario
 
 FLOW_KEYS = {"id", "kind", "controller", "throughput_kbps", "utilization", "owd_ms_mean", "owd_ms_p50", "owd_ms_p95",
              "queue_delay_ms_mean", "queue_delay_ms_p95", "loss_rate", "freeze_ratio", "frame_delay_ms_mean"}

@@ -10,7 +10,7 @@ from test_campaign_scale import _equals_full_rebuild, _run, _sorted
 
 
 def test_batched_reads_equal_one_read_and_stay_within_the_batch(tmp_path, core, monkeypatch):
-    import ratelab.summary as summary
+    import ratelab.campaign.summary as summary
 
     root = tmp_path / "camp"
     _run(tmp_path, root, range(1, 6))

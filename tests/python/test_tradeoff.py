@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from ratelab.campaign import expand_plan, load_plan
+from ratelab.campaign.plan import expand_plan, load_plan
 from ratelab.errors import InputError
-from ratelab.tradeoff import SPLIT_FILE, shipped_split, split_of, summarize, trace_family
+from ratelab.report.tradeoff import SPLIT_FILE, shipped_split, split_of, summarize, trace_family
 
 
 def test_family_of_names():
@@ -62,7 +62,7 @@ def test_summary_means_hand_computed():
 
 def test_plot_points_are_the_table_numbers(tmp_path):
     """The Pareto plot draws each controller at the table's mean, bars over the per-seed range."""
-    from ratelab.tradeoff import plot, points
+    from ratelab.report.tradeoff import plot, points
 
     sp = {"t1": "train", "t2": "test"}
     tables = {s: summarize(_rows(), s, splits=sp) for s in ("all", "train", "test")}
@@ -133,7 +133,7 @@ def test_tradeoff_cli_on_a_small_campaign(tmp_path, core, cli):
     r = cli("tradeoff", "markdown-test", "--out", str(out))
     assert r.returncode == 2 and "no campaign folder" in r.stderr
     # --per-run lists each run with its trace's split, and --split filters them
-    from ratelab.tradeoff import shipped_split
+    from ratelab.report.tradeoff import shipped_split
 
     split = shipped_split()["opennetlab-WIRED_900kbs"]
     other = "test" if split == "train" else "train"

@@ -2,8 +2,8 @@
 (docs/bring-your-own.md). ``api`` holds the classes a user writes against; ``loader`` finds a
 controller by name (``file.py:Class``, ``module:Class``, entry point ``ratelab.controllers``)."""
 
-from .api import Constraints, Controller, Feedback, Probe, ReceivedPackets, ReceiverEstimator, SentPacket, Update
-from .loader import ENTRY_POINT_GROUP, ControllerError, SpecError, is_python_spec, registered, resolve
+from ratelab.byo.api import Constraints, Controller, Feedback, Probe, ReceivedPackets, ReceiverEstimator, SentPacket, Update
+from ratelab.byo.loader import ENTRY_POINT_GROUP, ControllerError, SpecError, is_python_spec, registered, resolve
 
 __all__ = [
     "ENTRY_POINT_GROUP", "Constraints", "Controller", "ControllerError", "Feedback", "Probe", "ReceivedPackets",

@@ -25,8 +25,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from .api import SENDER_EVENTS, Controller, ReceiverEstimator
+from ratelab.errors import InputError
+from ratelab.byo.api import SENDER_EVENTS, Controller, ReceiverEstimator
 
 ENTRY_POINT_GROUP = "ratelab.controllers"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from .core import Claim, Job, Outcome, PaperSpec, ReportContext, Results, RunData, Stat, reproduce, run_jobs
+from ratelab.reproduce.core import Claim, Job, Outcome, PaperSpec, ReportContext, Results, RunData, Stat, reproduce, run_jobs
 
 #: Paper name → module defining ``SPEC``.
 PAPERS = {"lcc": "lcc", "iris": "iris", "dcrc": "dcrc", "cross": "cross"}

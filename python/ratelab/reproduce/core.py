@@ -29,11 +29,11 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .. import __version__
-from ..errors import InputError
-from ..results import write_text_atomic
-from ..runner import progress_bar
-from ..scenario import Scenario
+from ratelab._version import __version__
+from ratelab.errors import InputError
+from ratelab.run.results import write_text_atomic
+from ratelab.run.runner import progress_bar
+from ratelab.scenario import Scenario
 
 # --- jobs and runs -----------------------------------------------------------------------------
 
@@ -156,8 +156,8 @@ SERIES_COLUMNS = ("recv_kbps", "send_kbps", "target_kbps", "owd_ms")
 
 def run_job(job: Job) -> RunData:
     """Run one job in this process (the pool's worker function)."""
-    from ..native import core, core_errors
-    from ..errors import from_core
+    from ratelab.native import core, core_errors
+    from ratelab.errors import from_core
 
     mod = core()
     t0 = time.perf_counter()
@@ -480,7 +480,7 @@ def _seed_list(seeds: Sequence[int]) -> str:
 
 def defaults_text(controller: str) -> str:
     """``key = value`` list of a controller's default parameters as the core reports them (what ran)."""
-    from ..native import core
+    from ratelab.native import core
 
     for c in core().controllers():
         if c["name"] == controller:

@@ -19,8 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
-from . import plotting as P
-from .core import Job, PaperSpec, ReportContext, Results, RunData, Stat, defaults_text, scenario
+from ratelab.reproduce import plotting as P
+from ratelab.reproduce.core import Job, PaperSpec, ReportContext, Results, RunData, Stat, defaults_text, scenario
 
 NAME = "dcrc"
 TITLE = "Reproduction: DCRC — delay-constrained rate control for real-time video (paper 003)"

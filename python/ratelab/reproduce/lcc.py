@@ -18,9 +18,9 @@ from typing import Sequence
 
 import numpy as np
 
-from . import plotting as P
-from .core import Job, PaperSpec, ReportContext, Results, RunData, Stat, defaults_text, scenario
-from ..scenario import load_scenario
+from ratelab.reproduce import plotting as P
+from ratelab.reproduce.core import Job, PaperSpec, ReportContext, Results, RunData, Stat, defaults_text, scenario
+from ratelab.scenario import load_scenario
 
 NAME = "lcc"
 TITLE = "Reproduction: LCC — learning-based congestion control for video over wireless (paper 000)"

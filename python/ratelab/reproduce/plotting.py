@@ -6,7 +6,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .core import RunData, Stat
+from ratelab.reproduce.core import RunData, Stat
 
 #: One colour per controller name, stable across figures of a paper.
 COLORS = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 ENV_ID = "ratelab/BandwidthEstimation-v0"
 
 
-def _register() -> None:
+def register_env() -> None:
     import gymnasium as gym
 
     if ENV_ID not in gym.registry:
@@ -22,6 +22,6 @@ def _register() -> None:
 
 
 try:
-    _register()
+    register_env()
 except ImportError:  # gymnasium not installed: the rest of ratelab works without it
     pass

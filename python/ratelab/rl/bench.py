@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from .env import BandwidthEstimationVectorEnv
+from ratelab.rl.env import BandwidthEstimationVectorEnv
 
 
 def measure(num_envs: int, threads: int, seconds: float, seed: int = 0) -> tuple[float, int]:

@@ -63,7 +63,7 @@ def per_decision_us(model: Path, n: int, repeat: int) -> tuple[float, float]:
 
 def sim_speed(controller: str, model: Path, repeat: int) -> tuple[float, float]:
     """(wall, CPU) simulated seconds per second, best of ``repeat``."""
-    from ratelab.runner import run_scenario
+    from ratelab.run.runner import run_scenario
     from ratelab.scenario import load_scenario
 
     sets = ["metrics.packet_log=false"]

@@ -38,7 +38,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from . import traces as _traces
+from ratelab.rl import traces as _traces
 
 RAW_KEYS = ("recv_kbps", "interval_ms", "loss_pct", "rtt_ms", "capacity_kbps", "estimate_kbps")
 

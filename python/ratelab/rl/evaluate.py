@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .env import BandwidthEstimationVectorEnv
+from ratelab.rl.env import BandwidthEstimationVectorEnv
 
 
 class ConstantPolicy:
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--traces", default="test")
     p.add_argument("--no-constants", action="store_true", help="only the model's rows")
     a = p.parse_args(argv)
-    from .model import model_mapping
+    from ratelab.rl.model import model_mapping
 
     # The environment runs the action mapping the model was trained with (its ONNX metadata).
     config = model_mapping(a.model)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import traces as rl_traces
+from ratelab.rl import traces as rl_traces
 
 PAPER = {  # paper 004 Table 1 (simulation, 1150 test traces; UKF = Microsoft's production estimator)
     "UKF (paper)": dict(utilization=73.5, rtt_mean=128, rtt_p50=102, rtt_p95=288, loss=0.38, reward=0.56),
@@ -96,7 +96,7 @@ def reproduce(duration: float = 120.0, seed: int = 1, controllers: list[str] | N
               model: str | None = None, progress=print) -> dict[str, dict[str, float]]:
     from ratelab import _core as core
 
-    from ..native import NEEDS_PARAMS
+    from ratelab.native import NEEDS_PARAMS
 
     names = controllers or [c["name"] for c in core.controllers() if c["name"] not in NEEDS_PARAMS]
     test = [rl_traces.TRACE_DIR / n for n in rl_traces.split("test")]

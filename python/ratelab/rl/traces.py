@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..scenario import TRACE_METADATA
+from ratelab.scenario import TRACE_METADATA
 
 TRACE_DIR = Path(__file__).resolve().parent.parent / "traces"
 

@@ -37,8 +37,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .env import BandwidthEstimationVectorEnv
-from .model import R3Net, export_onnx, mapping_metadata
+from ratelab.rl.env import BandwidthEstimationVectorEnv
+from ratelab.rl.model import R3Net, export_onnx, mapping_metadata
 
 
 @dataclass

@@ -230,7 +230,19 @@ pub fn build(name: &str, params: &serde_json::Value, cx: &BuildContext) -> Resul
         let names: Vec<&str> = registry().iter().map(|e| e.name).collect();
         ConfigError::new("controller", format!("unknown controller '{name}' (known: {})", names.join(", ")))
     })?;
-    (entry.build)(params, cx).map_err(|e| e.prefixed("params"))
+    (entry.build)(params, cx).map_err(|e| unknown_parameter(name, e).prefixed("params"))
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" as the line a user can act on, naming
+/// the controller: "unknown parameter of gcc (known: a, b)" (the field path names `x`).
+fn unknown_parameter(controller: &str, e: ConfigError) -> ConfigError {
+    let Some(rest) = e.message.strip_prefix("unknown field `") else { return e };
+    let known: Vec<&str> = match rest.split_once(", expected ") {
+        Some((_, list)) => list.trim_start_matches("one of ").split(", ").map(|k| k.trim_matches('`')).collect(),
+        None => Vec::new(), // "there are no fields"
+    };
+    let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+    ConfigError::new(e.field, format!("unknown parameter of {controller} (known: {known})"))
 }
 
 fn defaults_of<T: Default + Serialize>() -> serde_json::Value {
@@ -261,6 +273,18 @@ mod tests {
     use crate::controller::{Constraints, PacketResult, SentPacket, TransportFeedback, Update};
     use crate::units::{Bytes, Duration};
     use proptest::prelude::*;
+
+    #[test]
+    fn an_unknown_parameter_names_the_controller_and_the_keys_it_knows() {
+        let cx = BuildContext::new(1);
+        let e = build("aimd", &serde_json::json!({"no_such": 1}), &cx).err().expect("an unknown key must fail");
+        assert_eq!(e.field, "params.no_such");
+        assert!(e.message.starts_with("unknown parameter of aimd (known: "), "{}", e.message);
+        let known = (find("aimd").unwrap().defaults)();
+        for key in known.as_object().unwrap().keys() {
+            assert!(e.message.contains(key.as_str()), "{key} missing from {}", e.message);
+        }
+    }
 
     /// Controllers whose required parameter is a file (tested with their own files).
     const NEEDS_A_FILE: &[&str] = &["onnx"];

@@ -261,21 +261,13 @@ pub struct FlowSpec {
     pub params: serde_json::Value,
 }
 
-/// The parameters a flow hands controller `c` when `-c c` replaces its scenario controller `own`.
-/// A scenario's `params` are written for `own`, so `c` gets only the keys that `c` knows and `own`
-/// does not — keys set for `c` (`-c onnx --set flows.0.params.model=…`) — and, when `c` is
-/// `own`, drops the keys only another controller knows (so that `-c onnx -c gcc` runs gcc too).
-/// A valid scenario (all keys known to `own`) gives exactly what it did before: its own
-/// parameters for `own`, none for another controller; a key no controller knows still fails.
+/// The parameters a flow hands controller `c` when `c` replaces its scenario controller `own`:
+/// its own when `c` is `own`, none otherwise (a scenario's `params` are written for `own` and
+/// would not fit another controller). No guessing by key names: the front end gives a
+/// replacing controller its parameters explicitly (`-p NAME.KEY=VALUE`, a plan's
+/// `[params."NAME"]`) and refuses a typed `--set flows.N.params.…` that would not arrive.
 fn override_params(c: &str, own: &str, params: &serde_json::Value) -> serde_json::Value {
-    let Some(map) = params.as_object() else { return if c == own { params.clone() } else { serde_json::Value::Null } };
-    let knows = |name: &str, key: &str| controllers::find(name).is_some_and(|e| (e.defaults)().get(key).is_some());
-    let other_knows = |key: &str| controllers::registry().iter().any(|e| e.name != c && (e.defaults)().get(key).is_some());
-    let kept: serde_json::Map<String, serde_json::Value> = map.iter()
-        .filter(|(k, _)| if c == own { knows(c, k) || !other_knows(k) } else { knows(c, k) && !knows(own, k) })
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if c != own && kept.is_empty() { serde_json::Value::Null } else { serde_json::Value::Object(kept) }
+    if c == own { params.clone() } else { serde_json::Value::Null }
 }
 
 /// Expand `count`, name the flows (`label`, `label{k}`, or `media{id}` / `tcp{id}`), and work
@@ -342,18 +334,13 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn override_keeps_only_the_parameters_meant_for_the_controller() {
-        // A valid scenario's parameters: all for its own controller, none for another (as before).
+    fn override_keeps_the_parameters_only_for_the_flows_own_controller() {
         assert_eq!(override_params("gcc", "gcc", &json!({"profile": "m84"})), json!({"profile": "m84"}));
         assert_eq!(override_params("onnx", "gcc", &json!({"profile": "m84"})), serde_json::Value::Null);
         assert_eq!(override_params("onnx", "gcc", &serde_json::Value::Null), serde_json::Value::Null);
-        // `-c onnx -c gcc --set flows.0.params.model=m.onnx` on a gcc flow: onnx gets the model, gcc not.
-        let p = json!({"model": "m.onnx", "profile": "m84"});
-        assert_eq!(override_params("onnx", "gcc", &p), json!({"model": "m.onnx"}));
-        assert_eq!(override_params("gcc", "gcc", &p), json!({"profile": "m84"}));
-        // A key no controller knows stays, so that the typo fails in the controller's own parse.
+        // No guessing by key: a key only `onnx` knows is not handed over from a gcc flow...
+        assert_eq!(override_params("onnx", "gcc", &json!({"model": "m.onnx"})), serde_json::Value::Null);
+        // ... and a typo stays with the flow's own controller, whose parse then fails.
         assert_eq!(override_params("gcc", "gcc", &json!({"profle": "m84"})), json!({"profle": "m84"}));
-        // Keys both know are written for the scenario's controller: not handed to another one.
-        assert_eq!(override_params("onnx", "r3net", &json!({"model": "a.onnx", "sample": false})), serde_json::Value::Null);
     }
 }

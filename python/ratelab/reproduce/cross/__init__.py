@@ -17,9 +17,9 @@ packets sent, over all flows.
 
 from __future__ import annotations
 
-from ..core import PaperSpec
-from .experiments import CASES, COLOR, CROSS_MEDIAN, CROSS_NOACCEL, ENTRANCE, LABEL, LOSSES, NAME, NCWND, PARAMS, RBBR_NP, SEVEN, SPIKE_MS, TABLE1, TABLE2_PAPER, TITLE, TOL_PTS, VIA, VIB_PAPER, VIC, VID, case_doc, jobs, packets_queue, plan, scaled, table1_doc, with_controller  # noqa: F401
-from .metrics import base_owd, flow_rates, fluctuation, jain, latecomer_ratio, loss_rate, mean_owd, recovery, spike, time_to_gain, utilization  # noqa: F401
-from .report import report  # noqa: F401
+from ratelab.reproduce.core import PaperSpec
+from ratelab.reproduce.cross.experiments import CASES, COLOR, CROSS_MEDIAN, CROSS_NOACCEL, ENTRANCE, LABEL, LOSSES, NAME, NCWND, PARAMS, RBBR_NP, SEVEN, SPIKE_MS, TABLE1, TABLE2_PAPER, TITLE, TOL_PTS, VIA, VIB_PAPER, VIC, VID, case_doc, jobs, packets_queue, plan, scaled, table1_doc, with_controller  # noqa: F401
+from ratelab.reproduce.cross.metrics import base_owd, flow_rates, fluctuation, jain, latecomer_ratio, loss_rate, mean_owd, recovery, spike, time_to_gain, utilization  # noqa: F401
+from ratelab.reproduce.cross.report import report  # noqa: F401
 
 SPEC = PaperSpec(NAME, TITLE, 10, jobs, report)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..core import Job
-from ...scenario import load_scenario
+from ratelab.reproduce.core import Job
+from ratelab.scenario import load_scenario
 
 
 NAME = "cross"
@@ -139,12 +139,12 @@ def jobs(seeds: Sequence[int], quick: bool) -> list[Job]:
         for loss in pl["losses"]:
             for c in [*SEVEN, RBBR_NP]:
                 name, params = ("rbbr", {"pacing_discount_in_probe_up": False}) if c == RBBR_NP else (c, None)
-                out.append(Job("VI-B", _pct(loss), c, seed, case_doc(6, name, params, loss, pl["vib_scale"])))
+                out.append(Job("VI-B", percent_text(loss), c, seed, case_doc(6, name, params, loss, pl["vib_scale"])))
             if loss == max(pl["losses"]):
                 for v, c in ENTRANCE.items():
                     doc = case_doc(6, c, None, loss, pl["vib_scale"])
                     doc["link"]["loss_after_queue"] = False
-                    out.append(Job("VI-B", _pct(loss), v, seed, doc))
+                    out.append(Job("VI-B", percent_text(loss), v, seed, doc))
         for v, params in VIC.items():
             doc = scaled(with_controller(load_scenario("cross-fast-adapt").data, "cross", params), pl["vic_scale"])
             out.append(Job("VI-C", "10→4→10 Mbit/s", v, seed, doc, bin_s=0.025))
@@ -158,5 +158,5 @@ def jobs(seeds: Sequence[int], quick: bool) -> list[Job]:
     return out
 
 
-def _pct(x: float) -> str:
+def percent_text(x: float) -> str:
     return f"{100 * x:g} %"

@@ -7,8 +7,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import RunData
-from .experiments import SPIKE_MS
+from ratelab.reproduce.core import RunData
+from ratelab.reproduce.cross.experiments import SPIKE_MS
 
 
 def utilization(run: RunData) -> float:

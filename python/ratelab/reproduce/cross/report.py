@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 
-from .. import plotting as P
-from ..core import ReportContext, Results, RunData, Stat
-from ...scenario import load_scenario
-from .experiments import CASES, COLOR, ENTRANCE, LABEL, RBBR_NP, SEVEN, SPIKE_MS, TOL_PTS, VIA, VIB_PAPER, VIC, VID, _pct, plan
-from .metrics import base_owd, flow_rates, fluctuation, jain, latecomer_ratio, loss_rate, mean_owd, recovery, spike, time_to_gain, utilization
-from .tables import _cells, _differences, _params, _rank_count, _settings, _table2
+from ratelab.reproduce import plotting as P
+from ratelab.reproduce.core import ReportContext, Results, RunData, Stat
+from ratelab.scenario import load_scenario
+from ratelab.reproduce.cross.experiments import CASES, COLOR, ENTRANCE, LABEL, RBBR_NP, SEVEN, SPIKE_MS, TOL_PTS, VIA, VIB_PAPER, VIC, VID, percent_text, plan
+from ratelab.reproduce.cross.metrics import base_owd, flow_rates, fluctuation, jain, latecomer_ratio, loss_rate, mean_owd, recovery, spike, time_to_gain, utilization
+from ratelab.reproduce.cross.tables import stat_cells, write_differences, write_params, rank_count, write_settings, write_table2
 
 
 def report(res: Results, ctx: ReportContext) -> str:
@@ -21,10 +21,10 @@ def report(res: Results, ctx: ReportContext) -> str:
     _vib(res, ctx)
     _vic(res, ctx)
     _vid(res, ctx, pl["vid_scale"])
-    _table2(res, ctx)
-    _differences(res, ctx)
-    _settings(ctx)
-    _params(ctx)
+    write_table2(res, ctx)
+    write_differences(res, ctx)
+    write_settings(ctx)
+    write_params(ctx)
     sched = f"0–{300 * s:g} / {35 * s:g}–{200 * s:g} / {80 * s:g}–{300 * s:g} s"
     return (
         "Paper: Zhang, Yang, *Cross: a delay-based congestion control method for RTP media* "
@@ -52,9 +52,9 @@ def _via(res: Results, ctx: ReportContext, s: float) -> None:
     sec = "VI-A"
     cases = res.cases("VI-A")
     nums = [int(c.split()[1]) for c in cases]
-    util = _cells(res, sec, cases, VIA, utilization)
-    owd = _cells(res, sec, cases, VIA, mean_owd)
-    loss = _cells(res, sec, cases, VIA, loss_rate)
+    util = stat_cells(res, sec, cases, VIA, utilization)
+    owd = stat_cells(res, sec, cases, VIA, mean_owd)
+    loss = stat_cells(res, sec, cases, VIA, loss_rate)
     ctx.h2("VI-A — three flows on the Table III links (intra-protocol fairness)")
     ctx.text("Channel utilization (paper Eq. 6) and mean one-way delay of all received packets, per case; "
              "WebRTC-BBR runs beside the paper's seven for reference (it is not in the paper's VI-A). The last "
@@ -80,17 +80,17 @@ def _via(res: Results, ctx: ReportContext, s: float) -> None:
     # --- claims on the aggregate numbers
     m_util = {c: _mean_over_cases(util[c]) for c in SEVEN}
     m_owd = {c: _mean_over_cases(owd[c]) for c in SEVEN}
-    k, _ = _rank_count(util, "gcc", SEVEN, lowest=True)
+    k, _ = rank_count(util, "gcc", SEVEN, lowest=True)
     lowest = min(SEVEN, key=lambda c: m_util[c])
     ctx.claim(sec, "GCC has the lowest channel utilization of the seven (mean over the cases)", "lowest (Fig. 6)",
               f"GCC {100 * m_util['gcc']:.1f} %; lowest: {LABEL[lowest]} {100 * m_util[lowest]:.1f} %; GCC lowest in "
               f"{k} of {len(cases)} cases", lowest == "gcc", key="gcc-util")
-    k, _ = _rank_count(owd, "rbbr", SEVEN, lowest=False)
+    k, _ = rank_count(owd, "rbbr", SEVEN, lowest=False)
     highest = max(SEVEN, key=lambda c: m_owd[c])
     ctx.claim(sec, "RBBR has the highest mean one-way delay of the seven (mean over the cases)", "highest (Fig. 6)",
               f"RBBR {m_owd['rbbr']:.1f} ms; highest: {LABEL[highest]} {m_owd[highest]:.1f} ms; RBBR highest in {k} of "
               f"{len(cases)} cases", highest == "rbbr", key="rbbr-delay")
-    _, ranks = _rank_count(owd, "cross", SEVEN, lowest=True)
+    _, ranks = rank_count(owd, "cross", SEVEN, lowest=True)
     k2 = sum(r <= 2 for r in ranks)
     ctx.claim(sec, "Cross has the second lowest delay in most tests (rank ≤ 2 of 7 in more than half the cases)",
               "second lowest “in most tests”", "rank per case " + ", ".join(f"{n}: {r}" for n, r in zip(nums, ranks)),
@@ -121,12 +121,12 @@ def _via(res: Results, ctx: ReportContext, s: float) -> None:
     a, b = 100 * s, 200 * s          # three flows
     c0, c1 = 220 * s, 300 * s        # flows 1 and 3, 20 s after flow 2 left
     d0, d1 = 45 * s, 80 * s          # flows 1 and 2, 10 s after flow 2 started
-    lc = _cells(res, sec, cases, VIA, lambda r: latecomer_ratio(r, a, b))
-    j3 = _cells(res, sec, cases, VIA, lambda r: jain(flow_rates(r, a, b)))
-    j2 = _cells(res, sec, cases, VIA, lambda r: jain(flow_rates(r, c0, c1)))
-    jconv = _cells(res, sec, cases, VIA, lambda r: jain(flow_rates(r, d0, d1)))
+    lc = stat_cells(res, sec, cases, VIA, lambda r: latecomer_ratio(r, a, b))
+    j3 = stat_cells(res, sec, cases, VIA, lambda r: jain(flow_rates(r, a, b)))
+    j2 = stat_cells(res, sec, cases, VIA, lambda r: jain(flow_rates(r, c0, c1)))
+    jconv = stat_cells(res, sec, cases, VIA, lambda r: jain(flow_rates(r, d0, d1)))
     fw = [(120 * s, 200 * s), (240 * s, 300 * s)]  # 40 s after the third flow's start / 40 s after flow 2 left
-    cv = _cells(res, sec, cases, VIA, lambda r: fluctuation(r, fw))
+    cv = stat_cells(res, sec, cases, VIA, lambda r: fluctuation(r, fw))
     ctx.h3("Rate dynamics and fairness")
     ctx.text(f"Per-flow mean received rates. *Late-comer ratio*: mean rate of flows 2 and 3 over that of flow 1 in "
              f"{a:g}–{b:g} s (> 1: the newer flows get more; the paper's window for NADA). Jain's index of the three "
@@ -240,7 +240,7 @@ def _vib(res: Results, ctx: ReportContext) -> None:
     sec = "VI-B"
     cases = res.cases("VI-B")
     ctrls = [*SEVEN, RBBR_NP, *ENTRANCE]
-    util = _cells(res, sec, cases, ctrls, utilization)
+    util = stat_cells(res, sec, cases, ctrls, utilization)
     ctx.h2("VI-B — random loss on Case 6")
     ctx.text("Case 6 (12 Mbit/s, 50 ms, 200 ms queue), the three-flow schedule, Bernoulli loss at the bottleneck "
              "from 10 s on, applied as in the harness to packets *leaving* the bottleneck (ns-3's `RateErrorModel` on "
@@ -252,7 +252,7 @@ def _vib(res: Results, ctx: ReportContext) -> None:
     ctx.table(["controller", *[f"loss {c}" for c in cases]],
               [[LABEL[c], *[u.pct() for u in util[c]]] for c in ctrls])
     for (c, loss), paper in VIB_PAPER.items():
-        key = _pct(loss)
+        key = percent_text(loss)
         if key not in cases:
             continue
         u = util[c][cases.index(key)]

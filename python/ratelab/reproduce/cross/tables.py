@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
+from typing import Sequence
 
 import numpy as np
 
-from ..core import ReportContext, Results, Stat, defaults_text, md_table
-from .experiments import CASES, CROSS_MEDIAN, CROSS_NOACCEL, LABEL, NCWND, PARAMS, RBBR_NP, SEVEN, TABLE1, TABLE2_PAPER, VIA, plan
-from .metrics import latecomer_ratio, loss_rate, mean_owd, utilization
+from ratelab.reproduce.core import ReportContext, Results, Stat, defaults_text, md_table
+from ratelab.reproduce.cross.experiments import CASES, CROSS_MEDIAN, CROSS_NOACCEL, LABEL, NCWND, PARAMS, RBBR_NP, SEVEN, TABLE1, TABLE2_PAPER, VIA, plan
+from ratelab.reproduce.cross.metrics import latecomer_ratio, loss_rate, mean_owd, utilization
 
 
-def _cells(res: Results, exp: str, cases: list[str], ctrls: Sequence[str], fn) -> dict[str, list[Stat]]:
+def stat_cells(res: Results, exp: str, cases: list[str], ctrls: Sequence[str], fn) -> dict[str, list[Stat]]:
     return {c: [res.stat(exp, case, c, fn) for case in cases] for c in ctrls}
 
 
-def _rank_count(values: dict[str, list[Stat]], who: str, ctrls: Sequence[str], lowest: bool) -> tuple[int, list[int]]:
+def rank_count(values: dict[str, list[Stat]], who: str, ctrls: Sequence[str], lowest: bool) -> tuple[int, list[int]]:
     """In how many cases ``who`` is the lowest (or highest) of ``ctrls``; and its rank per case (1 = best)."""
     n = len(values[who])
     count, ranks = 0, []
@@ -27,14 +29,14 @@ def _rank_count(values: dict[str, list[Stat]], who: str, ctrls: Sequence[str], l
     return count, ranks
 
 
-def _table2(res: Results, ctx: ReportContext) -> None:
+def write_table2(res: Results, ctx: ReportContext) -> None:
     sec = "Tables I–II"
     cases = res.cases("Table II")
     if not cases:
         return
     ctrls = ["bbr-webrtc", "rbbr", NCWND]
-    loss = _cells(res, "Table II", cases, ctrls, loss_rate)
-    owd = _cells(res, "Table II", cases, ctrls, mean_owd)
+    loss = stat_cells(res, "Table II", cases, ctrls, loss_rate)
+    owd = stat_cells(res, "Table II", cases, ctrls, mean_owd)
     ctx.h2("Tables I–II — packet loss of WebRTC-BBR and RBBR")
     ctx.text("Table I links (A: 6 Mbit/s, 100 ms, 300 ms queue; B: 12, 50, 150; C: 15, 30, 100), the VI-A three-flow "
              "schedule (the paper does not state the number of flows of Table II), loss = packets lost / sent over all "
@@ -59,7 +61,7 @@ def _table2(res: Results, ctx: ReportContext) -> None:
     ctx.put_claims(sec)
 
 
-def _differences(res: Results, ctx: ReportContext) -> None:
+def write_differences(res: Results, ctx: ReportContext) -> None:
     """Mechanisms behind the claims that do not hold (written only for those that fail)."""
     ctx.h2("Where we differ, and why")
     notes = []
@@ -88,8 +90,8 @@ def _differences(res: Results, ctx: ReportContext) -> None:
             "not state (RMAX, XREF); with a smaller RMAX its queue — and its place in this ranking — shrinks in "
             "proportion.")
     if ctx.failed("cross-rank") or ctx.failed("cross-delay"):
-        owd = _cells(res, "VI-A", cases, SEVEN, mean_owd)
-        _, ranks = _rank_count(owd, "cross", SEVEN, lowest=True)
+        owd = stat_cells(res, "VI-A", cases, SEVEN, mean_owd)
+        _, ranks = rank_count(owd, "cross", SEVEN, lowest=True)
         rank_of = dict(zip(cases, ranks))
 
         def ranks_for(mbps: tuple[int, ...]) -> str:
@@ -180,7 +182,7 @@ def _differences(res: Results, ctx: ReportContext) -> None:
     ctx.text(*notes)
 
 
-def _settings(ctx: ReportContext) -> None:
+def write_settings(ctx: ReportContext) -> None:
     ctx.h2("Settings the paper leaves open, and our readings")
     ctx.text(
         "- **Packets and queues.** The harness's packets are 1500 bytes (`max_payload_bytes = 1460` + 40 B headers) and "
@@ -203,7 +205,7 @@ def _settings(ctx: ReportContext) -> None:
     )
 
 
-def _params(ctx: ReportContext) -> None:
+def write_params(ctx: ReportContext) -> None:
     ctx.h2("Parameters as run")
     lines = []
     for c in VIA:

@@ -16,9 +16,9 @@ utility) is shown beside it for reference only.
 
 from __future__ import annotations
 
-from ..core import PaperSpec
-from .experiments import CAP, LABEL, LOSSES, NAME, PCC_PARAMS, RTT, STEPS7, TABLE2_IRIS, TABLE2_RATIOS, TCP, TITLE, bdp_ms, flow, jobs, link, plan  # noqa: F401
-from .metrics import convergence, fair_metrics, jain, queue, rates_matrix, thr_mbps, utilization  # noqa: F401
-from .report import report, step_reaction  # noqa: F401
+from ratelab.reproduce.core import PaperSpec
+from ratelab.reproduce.iris.experiments import CAP, LABEL, LOSSES, NAME, PCC_PARAMS, RTT, STEPS7, TABLE2_IRIS, TABLE2_RATIOS, TCP, TITLE, bdp_ms, flow, jobs, link, plan  # noqa: F401
+from ratelab.reproduce.iris.metrics import convergence, fair_metrics, jain, queue, rates_matrix, thr_mbps, utilization  # noqa: F401
+from ratelab.reproduce.iris.report import report, step_reaction  # noqa: F401
 
 SPEC = PaperSpec(NAME, TITLE, 5, jobs, report)

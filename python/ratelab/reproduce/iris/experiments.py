@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..core import Job, scenario
+from ratelab.reproduce.core import Job, scenario
 
 
 NAME = "iris"

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ..core import RunData
-from .experiments import CAP
+from ratelab.reproduce.core import RunData
+from ratelab.reproduce.iris.experiments import CAP
 
 
 def utilization(run: RunData, t0: float, t1: float, flow_id: int = 0, cap: float = CAP) -> float:

@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
-from .. import plotting as P
-from ..core import ReportContext, Results, RunData, Stat
-from .experiments import CAP, LABEL, STEPS7, TABLE2_IRIS, TABLE2_RATIOS, plan
-from .metrics import queue, thr_mbps, utilization
-from .sharing import _fig8, _fig9, _fig10, _fig12, _left_out
+from ratelab.reproduce import plotting as P
+from ratelab.reproduce.core import ReportContext, Results, RunData, Stat
+from ratelab.reproduce.iris.experiments import CAP, LABEL, STEPS7, TABLE2_IRIS, TABLE2_RATIOS, plan
+from ratelab.reproduce.iris.metrics import queue, thr_mbps, utilization
+from ratelab.reproduce.iris.sharing import write_fig8, write_fig9, write_fig10, write_fig12, write_left_out
 
 
 def report(res: Results, ctx: ReportContext) -> str:
@@ -18,11 +18,11 @@ def report(res: Results, ctx: ReportContext) -> str:
     _table2(res, ctx, pl)
     _fig6(res, ctx, pl)
     _fig7(res, ctx, pl)
-    _fig8(res, ctx, pl)
-    _fig9(res, ctx, pl)
-    _fig10(res, ctx, pl)
-    _fig12(res, ctx, pl)
-    _left_out(ctx)
+    write_fig8(res, ctx, pl)
+    write_fig9(res, ctx, pl)
+    write_fig10(res, ctx, pl)
+    write_fig12(res, ctx, pl)
+    write_left_out(ctx)
     return (
         "Paper: Dai, Zhang, Zhang, Guo, *Statistical learning based congestion control for real-time video "
         "communication* (`shared/papers/001-…`); spec `algorithms.md` §4. Emulated testbed of paper VI-A "

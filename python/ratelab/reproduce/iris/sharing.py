@@ -7,13 +7,13 @@ import math
 
 import numpy as np
 
-from .. import plotting as P
-from ..core import ReportContext, Results, Stat, defaults_text
-from .experiments import CAP, LABEL, PCC_PARAMS
-from .metrics import convergence, fair_metrics
+from ratelab.reproduce import plotting as P
+from ratelab.reproduce.core import ReportContext, Results, Stat, defaults_text
+from ratelab.reproduce.iris.experiments import CAP, LABEL, PCC_PARAMS
+from ratelab.reproduce.iris.metrics import convergence, fair_metrics
 
 
-def _fig8(res: Results, ctx: ReportContext, pl: dict) -> None:
+def write_fig8(res: Results, ctx: ReportContext, pl: dict) -> None:
     sec = "Fig. 8 (intra-protocol fairness)"
     gap, end = pl["fair_gap"], pl["fair_dur"]
     protos = ("iris", "cubic", "bbr", "pcc", "vivace")
@@ -84,7 +84,7 @@ def _fig8(res: Results, ctx: ReportContext, pl: dict) -> None:
     ctx.text(*notes)
 
 
-def _fig9(res: Results, ctx: ReportContext, pl: dict) -> None:
+def write_fig9(res: Results, ctx: ReportContext, pl: dict) -> None:
     sec = "Fig. 9 (RTT fairness)"
     gap, end = pl["fair_gap"], pl["fair_dur"]
     ctx.h2("Fig. 9 — three Iris flows with RTTs of 50, 100 and 150 ms (20 Mbit/s)")
@@ -122,7 +122,7 @@ def _fig9(res: Results, ctx: ReportContext, pl: dict) -> None:
             "not settle.")
 
 
-def _fig10(res: Results, ctx: ReportContext, pl: dict) -> None:
+def write_fig10(res: Results, ctx: ReportContext, pl: dict) -> None:
     sec = "Fig. 10 (TCP friendliness)"
     dur = pl["f10_dur"]
     protos = ("cubic", "iris", "iris-mid", "vegas", "bbr", "pcc", "pcc-loss", "vivace")
@@ -194,7 +194,7 @@ def _fig10(res: Results, ctx: ReportContext, pl: dict) -> None:
     ctx.text(*notes)
 
 
-def _fig12(res: Results, ctx: ReportContext, pl: dict) -> None:
+def write_fig12(res: Results, ctx: ReportContext, pl: dict) -> None:
     sec = "Fig. 12 (convergence)"
     n, gap, cap = pl["conv_n"], pl["conv_gap"], pl["conv_cap"]
     protos = ("iris", "vegas", "cubic", "bbr", "pcc")
@@ -288,7 +288,7 @@ def _fig12(res: Results, ctx: ReportContext, pl: dict) -> None:
     ctx.text(*notes)
 
 
-def _left_out(ctx: ReportContext) -> None:
+def write_left_out(ctx: ReportContext) -> None:
     ctx.h2("Parameters as run")
     ctx.text(f"`iris` (the core's defaults): {defaults_text('iris')}; `iris-mid` the same with `target_delay` = "
              "\"median\". TCP: 1448-byte segments, SACK, initial window 10, CUBIC without HyStart (docs/controllers/"

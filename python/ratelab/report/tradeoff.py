@@ -27,8 +27,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .errors import InputError
-from .scenario import TRACE_DIR
+from ratelab.errors import InputError
+from ratelab.scenario import TRACE_DIR
 
 SPLIT_FILE = TRACE_DIR / "split.csv"
 SPLITS = ("all", "train", "test")
@@ -89,7 +89,7 @@ def shipped_split() -> dict[str, str]:
 def run_rows(root: Path) -> list[dict[str, Any]]:
     """One row per finished run's media flow: controller, scenario, seed, throughput, capped capacity,
     utilization (of min(capacity, media max)), p95 queuing delay."""
-    from .store import connect, read_plan
+    from ratelab.campaign.store import connect, read_plan
 
     specs = read_plan(root)
     if not specs:
@@ -197,9 +197,9 @@ def _max(xs: Sequence[float]) -> float:
 
 
 def points(table: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The summary's rows as :class:`ratelab.compare.Point` (mean over seeds, per-seed range): the
+    """The summary's rows as :class:`ratelab.report.compare.Point` (mean over seeds, per-seed range): the
     same numbers the table prints, in the form the report's Pareto plot draws."""
-    from .compare import Point
+    from ratelab.report.compare import Point
 
     return {o["controller"]: Point(utilization=o["utilization"], delay_ms=o["queue_delay_ms_p95"],
                                    util_lo=o["utilization_min"], util_hi=o["utilization_max"],
@@ -209,10 +209,10 @@ def points(table: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def plot(tables: dict[str, Sequence[dict[str, Any]]], png_path: str | Path) -> Path:
-    """The Pareto plot of the report pages (:func:`ratelab.figures.plot_pareto`), one panel per
+    """The Pareto plot of the report pages (:func:`ratelab.report.figures.plot_pareto`), one panel per
     split: each controller at its mean utilization and mean p95 queuing delay, bars over seeds,
     the oracle as the reference star."""
-    from .figures import plot_pareto
+    from ratelab.report.figures import plot_pareto
 
     groups = [(f"{split}: {t[0]['traces'] if t else 0} traces × {t[0]['seeds'] if t else 0} seeds", points(t))
               for split, t in tables.items()]

@@ -31,15 +31,13 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from . import __version__
-from .campaign import RunSpec
+from ratelab._version import __version__
+from ratelab.campaign.layout import DONE_FILE, ERROR_FILE, OPTIONAL_FLOW_COLUMNS, RUN_COLUMNS, TMP_DIR, has_files  # noqa: F401 (re-exported)
+from ratelab.campaign.plan import RunSpec
 
 if TYPE_CHECKING:  # the runner (and the native core) load only when a run executes
-    from .runner import RunResult
+    from ratelab.run.runner import RunResult
 
-DONE_FILE = "flows.parquet"
-ERROR_FILE = "error.json"
-TMP_DIR = ".tmp"
 #: Simulated seconds per call into the simulator for a campaign run without packet log: no
 #: progress bar to advance, so fewer round trips (results do not depend on the chunking); the
 #: series buffered per chunk stay small (a few thousand rows).
@@ -194,7 +192,7 @@ def produce_run(spec: RunSpec, folder: Path, base_dir: str | None = None) -> dic
 
 
 def _fresh_flows(run_id: str, table):
-    from .summary import fresh_flows
+    from ratelab.campaign.summary import fresh_flows
 
     return fresh_flows(run_id, table)
 
@@ -203,15 +201,15 @@ def _simulate(spec: RunSpec, run_dir: Path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .runner import _no_progress, _run_one
-    from .scenario import Scenario
+    from ratelab.run.runner import no_progress, run_one
+    from ratelab.scenario import Scenario
 
     doc = dict(spec.scenario_doc)
     if not spec.packets:
         doc["metrics"] = {**doc.get("metrics", {}), "packet_log": False}
     sc = Scenario(doc, spec.scenario)
     meta = provenance(spec)
-    result = _run_one(sc, sc.to_json(), None, spec.controller_name, spec.controller, spec.seed, run_dir, _no_progress, meta,
+    result = run_one(sc, sc.to_json(), None, spec.controller_name, spec.controller, spec.seed, run_dir, no_progress, meta,
                       chunk_s=None if spec.packets else CAMPAIGN_CHUNK_S)
     rows = flow_rows(spec, result)
     table = pa.Table.from_pylist(rows).replace_schema_metadata(meta)
@@ -255,7 +253,7 @@ def _num(v: Any) -> Any:
 
 
 def _error_record(spec: RunSpec, exc: BaseException, wall: float) -> dict[str, Any]:
-    from .errors import InputError
+    from ratelab.errors import InputError
 
     line = exc.line()[len("error: "):] if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
     return {
@@ -307,7 +305,7 @@ def campaign_lock(root: Path) -> Iterator[None]:
     """Exclusive lock of a campaign folder for one sweep; clears the work area of dead sweeps."""
     import fcntl
 
-    from .errors import InputError
+    from ratelab.errors import InputError
 
     root.mkdir(parents=True, exist_ok=True)
     fh = open(root / ".lock", "w")
@@ -329,7 +327,7 @@ def write_plan(root: Path, plan_source: str, specs: list[RunSpec]) -> None:
     in the number of runs (a 20,000-run plan is one scenario document per scenario × grid value)."""
     from dataclasses import fields
 
-    from .results import atomic_text
+    from ratelab.run.results import atomic_text
 
     names = [f.name for f in fields(RunSpec) if f.name != "scenario_doc"]
     encoded: dict[int, str] = {}
@@ -357,37 +355,21 @@ def _glob(root: Path, name: str) -> str:
     return str(root / "controller=*" / "scenario=*" / "seed=*" / name)
 
 
-def has_files(root: Path, name: str) -> bool:
-    return any(root.glob(f"controller=*/scenario=*/seed=*/{name}"))
 
 
-#: Columns that runs before the reverse bottleneck (RFC 8867 5.3) did not write, or that only runs
-#: of scenarios with a ``[reverse_link]`` fill: the ``flows`` view always has them (NULL where a
-#: run has none), so one query works over old and new runs alike.
-OPTIONAL_FLOW_COLUMNS: dict[str, str] = {
-    "return_packets_sent": "BIGINT", "return_packets_lost": "BIGINT", "return_bytes_sent": "BIGINT",
-    "return_loss_rate": "DOUBLE", "link_control_kbps_mean": "DOUBLE",
-    "reverse_link_utilization": "DOUBLE", "reverse_link_jain_index": "DOUBLE", "reverse_link_loss_rate": "DOUBLE",
-    "reverse_link_capacity_kbps_mean": "DOUBLE", "reverse_link_queue_drops": "BIGINT",
-    "reverse_link_random_drops": "BIGINT", "reverse_link_control_kbps_mean": "DOUBLE",
-}
-#: Run-level columns of the ``runs`` view (one value per run, taken from its flows' rows).
-RUN_COLUMNS = ["controller_name", "scenario_name", "link_utilization", "link_jain_index", "link_loss_rate",
-               "link_capacity_kbps_mean", "link_control_kbps_mean", "reverse_link_utilization",
-               "reverse_link_jain_index", "reverse_link_loss_rate", "reverse_link_capacity_kbps_mean",
-               "reverse_link_control_kbps_mean", "duration_s", "wall_seconds", "sim_speed"]
+
 
 
 def connect(root: Path, views=None):
-    """DuckDB views over the campaign (see :func:`ratelab.summary.connect`)."""
-    from .summary import connect as _connect
+    """DuckDB views over the campaign (see :func:`ratelab.campaign.summary.connect`)."""
+    from ratelab.campaign.summary import connect as _connect
 
     return _connect(root, views)
 
 
 def rebuild_summary(root: Path, *, full: bool = False, fresh=None) -> Path | None:
-    """Bring ``summary.parquet`` up to date (incrementally; see :mod:`ratelab.summary`)."""
-    from .summary import rebuild_summary as _rebuild
+    """Bring ``summary.parquet`` up to date (incrementally; see :mod:`ratelab.campaign.summary`)."""
+    from ratelab.campaign.summary import rebuild_summary as _rebuild
 
     return _rebuild(root, full=full, fresh=fresh)
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from .campaign import MAX_DURATION_S
-from .cli import CONTEXT, _console, cli
-from .errors import InputError, one_line
-from .runner import check_controllers
+from ratelab.campaign.plan import MAX_DURATION_S
+from ratelab.cli.app import CONTEXT, cli, make_console, param_option
+from ratelab.errors import InputError, one_line
+from ratelab.run.runner import check_controllers
 
 
 def execution_options(command):
@@ -38,17 +38,18 @@ def execution_options(command):
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: a process pool on this machine; ray: Ray tasks (pip install 'ratelab[ray]').")
 @click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (auto, ray://HOST:10001, HOST:6379); default: start a local Ray.")
+@param_option
 @execution_options
 def sweep(plan: str | None, out: str | None, dry_run: bool, show_status: bool, engine: str, address: str | None,
-          ray_files: str, workers: int | None, quiet: bool) -> int:
+          params: tuple[str, ...], ray_files: str, workers: int | None, quiet: bool) -> int:
     """Run a campaign PLAN (a plan TOML file or a built-in plan such as `rmcat`): every controller ×
     scenario × parameter value × seed, one hive-style Parquet folder per run. Rerunning resumes."""
-    from .campaign import builtin_plans, load_plan
-    from .sweep import campaign_root, campaign_status, local_root, plan_specs, run_sweep
+    from ratelab.campaign.plan import builtin_plans, load_plan, with_params
+    from ratelab.campaign.sweep import campaign_root, campaign_status, local_root, plan_specs, run_sweep
 
     if plan is None:
         raise click.UsageError(f"missing PLAN (a plan file or one of: {', '.join(builtin_plans())})")
-    p = load_plan(plan)
+    p = with_params(load_plan(plan), params)
     root = campaign_root(p, out)
     specs = plan_specs(p)
     if dry_run or show_status:
@@ -60,7 +61,7 @@ def sweep(plan: str | None, out: str | None, dry_run: bool, show_status: bool, e
             return 0
         click.echo(f"campaign {p.name} ({root})")
         click.echo(f"done {len(st['done'])}  failed {len(st['failed'])}  pending {len(st['pending'])}  total {len(specs)}")
-        from .store import failures
+        from ratelab.campaign.store import failures
 
         failed = set(st["failed"])
         for f in failures(local_root(root)):
@@ -106,16 +107,19 @@ def sweep(plan: str | None, out: str | None, dry_run: bool, show_status: bool, e
               help="HTML file.  [default: <out>/leaderboard/leaderboard.html]")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--address", default=None, metavar="ADDR", help="Ray cluster address (with --engine ray).")
+@param_option
 @execution_options
 def leaderboard(traces: str | None, controllers: tuple[str, ...], seeds: int, duration: float, out: Path, report: Path | None,
-                engine: str, address: str | None, ray_files: str, workers: int | None, quiet: bool) -> int:
+                engine: str, address: str | None, params: tuple[str, ...], ray_files: str, workers: int | None, quiet: bool) -> int:
     """Every controller over every real trace × seeds, ranked in one self-contained HTML page."""
-    from .leaderboard import leaderboard_plan, write_leaderboard
-    from .scenario import TRACE_DIR
-    from .sweep import campaign_root, plan_specs, run_sweep
+    from ratelab.report.leaderboard import leaderboard_plan, write_leaderboard
+    from ratelab.scenario import TRACE_DIR
+    from ratelab.campaign.sweep import campaign_root, plan_specs, run_sweep
 
     check_controllers(controllers)
-    p = leaderboard_plan(traces or TRACE_DIR, controllers, seeds, duration)
+    from ratelab.campaign.plan import with_params
+
+    p = with_params(leaderboard_plan(traces or TRACE_DIR, controllers, seeds, duration), params)
     root = campaign_root(p, out)
     specs = plan_specs(p)
 
@@ -138,7 +142,7 @@ def _eta_clock():
     """A function of a sweep's counts giving the time left (H:MM:SS) at the rate so far."""
     import time
 
-    from .runner import clock
+    from ratelab.run.runner import clock
 
     t0 = time.monotonic()
 
@@ -154,8 +158,8 @@ def _validate_specs(specs) -> None:
     """--dry-run: check each distinct scenario document once; report the invalid ones."""
     import json
 
-    from .errors import InputError
-    from .scenario import Scenario
+    from ratelab.errors import InputError
+    from ratelab.scenario import Scenario
 
     seen: dict[str, str | None] = {}
     bad = 0
@@ -185,8 +189,8 @@ def query(campaign: str, sql: str, out: str, fmt_: str) -> None:
 
     SQL is the query text, or the name of a file ending in .sql that holds it
     (e.g. tools/rmcat_table.sql)."""
-    from .remote import find_campaign
-    from .store import connect
+    from ratelab.campaign.remote import find_campaign
+    from ratelab.campaign.store import connect
 
     if sql.strip().lower().endswith(".sql") and "\n" not in sql:
         path = Path(sql.strip())
@@ -197,7 +201,7 @@ def query(campaign: str, sql: str, out: str, fmt_: str) -> None:
     root = find_campaign(campaign, out)
     import duckdb
 
-    from .summary import views_named
+    from ratelab.campaign.summary import views_named
 
     con = connect(root, views_named(sql))  # series/packets views only when the SQL names them
     try:
@@ -218,9 +222,9 @@ def query(campaign: str, sql: str, out: str, fmt_: str) -> None:
     if fmt_ == "json":
         import json
 
-        from .results import _strict
+        from ratelab.run.results import strict_json
 
-        click.echo(json.dumps([_strict(dict(zip(cols, r))) for r in rows], default=str))
+        click.echo(json.dumps([strict_json(dict(zip(cols, r))) for r in rows], default=str))
         return
     from rich.table import Table
 
@@ -229,7 +233,7 @@ def query(campaign: str, sql: str, out: str, fmt_: str) -> None:
         t.add_column(c)
     for r in rows:
         t.add_row(*(_cell(v) for v in r))
-    _console().print(t)
+    make_console().print(t)
 
 
 @cli.command()
@@ -252,10 +256,10 @@ def tradeoff(campaign: str, out: str, splits: tuple[str, ...], reference: str, f
     campaign (e.g. `ratelab sweep real`), as means over traces and seeds, against the oracle."""
     import json
 
-    from .results import _strict
-    from .tradeoff import markdown, plot, run_rows, summarize, trace_splits
+    from ratelab.run.results import strict_json
+    from ratelab.report.tradeoff import markdown, plot, run_rows, summarize, trace_splits
 
-    from .remote import find_campaign
+    from ratelab.campaign.remote import find_campaign
 
     root = find_campaign(campaign, out)
     if not (root / "plan.json").is_file():
@@ -277,13 +281,13 @@ def tradeoff(campaign: str, out: str, splits: tuple[str, ...], reference: str, f
         plot_path.parent.mkdir(parents=True, exist_ok=True)
         plot(summaries, plot_path)
     if report_path is not None:
-        from .leaderboard import write_leaderboard
+        from ratelab.report.leaderboard import write_leaderboard
 
         report_path.parent.mkdir(parents=True, exist_ok=True)
         write_leaderboard(root, report_path, title=f"ratelab campaign {root.name}", tradeoff_rows=rows)
         click.echo(f"report: {report_path}", err=True)
     if fmt_ == "json":
-        click.echo(json.dumps({k: [_strict(r) for r in v] for k, v in tables.items()}))
+        click.echo(json.dumps({k: [strict_json(r) for r in v] for k, v in tables.items()}))
         return
     for name, table in tables.items():
         if fmt_ == "csv" or per_run:

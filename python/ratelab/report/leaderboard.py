@@ -19,10 +19,10 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import __version__
-from .campaign import Plan, load_plan
-from .page import Column, document, esc as _e, fmt, img, sortable_table
-from .results import write_text_atomic
+from ratelab._version import __version__
+from ratelab.campaign.plan import Plan, load_plan
+from ratelab.report.page import Column, document, esc as _e, fmt, img, sortable_table
+from ratelab.run.results import write_text_atomic
 
 
 def leaderboard_plan(traces: str | Path, controllers: Sequence[str] | None, seeds: int, duration_s: float,
@@ -109,7 +109,7 @@ def trace_group(trace: str, index: dict[str, dict[str, str]]) -> str:
 
 def _run_points(con) -> list[tuple[str, str, int, float, float]]:
     """(controller, trace, seed, media utilization, p95 queuing delay) of every finished run."""
-    from .compare import run_point
+    from ratelab.report.compare import run_point
 
     rows = con.execute("""
         SELECT controller, scenario, seed, kind, direction, utilization, queue_delay_ms_p95
@@ -124,11 +124,11 @@ def _run_points(con) -> list[tuple[str, str, int, float, float]]:
 def write_leaderboard(root: Path, path: Path, title: str = "ratelab leaderboard",
                       tradeoff_rows: list[dict[str, Any]] | None = None) -> Path:
     """Build the self-contained HTML page from the campaign in ``root``; ``tradeoff_rows``: the
-    campaign's :func:`ratelab.tradeoff.run_rows` when the caller already read them."""
-    from .campaign import trace_index
-    from .compare import aggregate, competitors_front
-    from .figures import plot_cdfs, plot_pareto
-    from .store import connect
+    campaign's :func:`ratelab.report.tradeoff.run_rows` when the caller already read them."""
+    from ratelab.campaign.plan import trace_index
+    from ratelab.report.compare import aggregate, competitors_front
+    from ratelab.report.figures import plot_cdfs, plot_pareto
+    from ratelab.campaign.store import connect
 
     con = connect(root)
     try:
@@ -226,8 +226,8 @@ def _oracle_section(root: Path, assets: Path, rows: list[dict[str, Any]] | None 
                     reference: str = "oracle") -> str:
     """Issue 15's summary: per controller, utilization of min(capacity, media max) and mean p95
     queuing delay against the oracle on the same runs, for all traces and the train / test split
-    of traces/split.csv: the numbers of `ratelab tradeoff` (one computation: ratelab.tradeoff)."""
-    from . import tradeoff
+    of traces/split.csv: the numbers of `ratelab tradeoff` (one computation: ratelab.report.tradeoff)."""
+    from ratelab.report import tradeoff
 
     if rows is None:
         rows = tradeoff.run_rows(root)
@@ -267,8 +267,8 @@ def _oracle_section(root: Path, assets: Path, rows: list[dict[str, Any]] | None 
 
 def _trace_section(root: Path, assets: Path, trace: str, rows: list[dict[str, Any]], seeds_of: dict,
                    names: list[str]) -> str:
-    from .figures import plot_small_multiples
-    from .runner import RunResult
+    from ratelab.report.figures import plot_small_multiples
+    from ratelab.run.runner import RunResult
 
     cols = [
         Column("controller", lambda r: r["controller"], left=True),

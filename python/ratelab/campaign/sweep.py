@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .campaign import Plan, RunSpec, expand_plan
-from .remote import RemoteRoot, sync, upload_file, upload_run
-from .summary import FreshFlows
-from .store import campaign_lock, git_commit, rebuild_summary, run_state, status, write_plan
+from ratelab.campaign.plan import Plan, RunSpec, expand_plan
+from ratelab.campaign.remote import RemoteRoot, sync, upload_file, upload_run
+from ratelab.campaign.summary import FreshFlows
+from ratelab.campaign.store import campaign_lock, git_commit, rebuild_summary, run_state, status, write_plan
 
 #: Called with each finished run's summary dict and the counts so far.
 ReportFn = Callable[[dict[str, Any], "SweepResult"], None]
@@ -42,8 +42,8 @@ class SweepResult:
 def campaign_root(plan: Plan, out: str | Path | None) -> "Path | RemoteRoot":
     """``<out>/<plan name>``; ``out`` defaults to the plan's ``out`` key, else ``results``. A
     ``scheme://`` URI (``s3://bucket/prefix``, ``gs://…``, ``file:///…``) gives a
-    :class:`ratelab.remote.RemoteRoot` (files written through ``pyarrow.fs``)."""
-    from .remote import is_uri, remote_root
+    :class:`ratelab.campaign.remote.RemoteRoot` (files written through ``pyarrow.fs``)."""
+    from ratelab.campaign.remote import is_uri, remote_root
 
     base = out if out is not None else str(plan.data.get("out", "results"))
     if is_uri(base):
@@ -59,7 +59,7 @@ def run_sweep(plan: Plan, root: "Path | RemoteRoot", *, engine: str = "local", w
               address: str | None = None, ray_files: str = "object-store", on_run: ReportFn | None = None,
               specs: list[RunSpec] | None = None) -> SweepResult:
     """Execute every run of ``plan`` that has not finished yet (failed runs are retried)."""
-    from .engines import run_local, run_ray
+    from ratelab.campaign.engines import run_local, run_ray
 
     specs = plan_specs(plan) if specs is None else specs
     res = SweepResult(root, len(specs))

@@ -1,8 +1,8 @@
 """Execution engines for campaigns: a local process pool (default) and Ray.
 
-The process pool runs :func:`ratelab.store.execute_run` for each pending run: the worker simulates,
+The process pool runs :func:`ratelab.campaign.store.execute_run` for each pending run: the worker simulates,
 writes its own files into the campaign folder and returns a small summary dict. Ray tasks by default
-run :func:`ratelab.store.execute_run_packed` on their own node and return the run's files through
+run :func:`ratelab.campaign.store.execute_run_packed` on their own node and return the run's files through
 the object store; the driver commits them (no shared file system needed). The engines yield the
 summaries as runs finish.
 """
@@ -17,9 +17,9 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from .campaign import RunSpec
-from .errors import InputError
-from .store import commit_packed, execute_run, execute_run_packed
+from ratelab.campaign.plan import RunSpec
+from ratelab.errors import InputError
+from ratelab.campaign.store import commit_packed, execute_run, execute_run_packed
 
 ENGINES = ("local", "ray")
 #: How Ray tasks hand their files to the campaign folder (see :func:`run_ray`).

@@ -1,5 +1,5 @@
 """PNG plots of one run from its time-series Parquet file: rates against the capacity, delays,
-loss and freezes (comparison figures are in :mod:`ratelab.figures`).
+loss and freezes (comparison figures are in :mod:`ratelab.report.figures`).
 
 Uses matplotlib's object API with the Agg canvas (no pyplot state, no display needed).
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .runner import RunResult, ScenarioRun
+from ratelab.run.runner import RunResult
 
 CAPACITY_STYLE = dict(color="0.55", lw=2.5, alpha=0.6, label="capacity")
 
@@ -107,11 +107,11 @@ def plot_run(run: RunResult, png_path: str | Path, title: str = "") -> Path | No
             label += " (rev)"
         if f.get("kind") == "tcp":
             name = label if "tcp" in label.lower() else f"{label} (TCP)"
-            ax_rate.plot(t, _smooth(t, s["recv_kbps"][m]) / 1000, lw=1, color=color, label=f"{name} received")
+            ax_rate.plot(t, smooth(t, s["recv_kbps"][m]) / 1000, lw=1, color=color, label=f"{name} received")
         else:
             ax_rate.plot(t, s["target_kbps"][m] / 1000, lw=1.4, color=color, label=f"{label} target")
-            ax_rate.plot(t, _smooth(t, s["send_kbps"][m]) / 1000, lw=0.8, ls="--", color=color, alpha=0.8, label=f"{label} sent")
-            ax_rate.plot(t, _smooth(t, s["recv_kbps"][m]) / 1000, lw=0.8, ls=":", color=color, label=f"{label} received")
+            ax_rate.plot(t, smooth(t, s["send_kbps"][m]) / 1000, lw=0.8, ls="--", color=color, alpha=0.8, label=f"{label} sent")
+            ax_rate.plot(t, smooth(t, s["recv_kbps"][m]) / 1000, lw=0.8, ls=":", color=color, label=f"{label} received")
         ax_owd.plot(t, s["owd_ms"][m], lw=0.9, color=color, label=f"{label} one-way delay")
         if has_loss:
             sec, lost = _per_second(t, s["lost_packets"][m])
@@ -127,7 +127,7 @@ def plot_run(run: RunResult, png_path: str | Path, title: str = "") -> Path | No
                 freezes_drawn = True
     ax_rate.set_title(title or run.controller, fontsize=11)
     ax_rate.set_ylabel("rate (Mbit/s)")
-    ax_rate.set_ylim(0, _robust_top(ax_rate))
+    ax_rate.set_ylim(0, robust_top(ax_rate))
     ax_rate.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax_owd.set_ylabel("delay (ms)")
     ax_owd.set_ylim(bottom=0)
@@ -146,7 +146,7 @@ def plot_run(run: RunResult, png_path: str | Path, title: str = "") -> Path | No
         ax_loss.set_ylim(0, 1)
     for ax in (ax_rate, ax_owd, ax_loss):
         ax.grid(True, alpha=0.3)
-    return _save_png(fig, png_path)
+    return save_png(fig, png_path)
 
 
 def _link_rows(s: dict[str, np.ndarray], reverse_ids: list[int] | None) -> list[tuple[np.ndarray | None, str, str]]:
@@ -178,27 +178,6 @@ def _per_second(t: np.ndarray, v: np.ndarray, max_bins: int = MAX_LOSS_BINS) -> 
     return starts.astype(float), counts / widths
 
 
-def plot_all(result: ScenarioRun) -> dict[str, Path]:
-    """Write every plot of a scenario run next to its data; returns {name: path}: each run's
-    figure under its name, and with several runs the small multiples under ``comparison``."""
-    from .figures import plot_small_multiples
-
-    out: dict[str, Path] = {}
-    if result.out_dir is None:
-        return out
-    if len(result.runs) > 1:
-        p = plot_small_multiples(result.runs, result.out_dir / "comparison.png")
-        if p:
-            out["comparison"] = p
-    for run in result.runs:
-        if run.dir is None:
-            continue
-        p = plot_run(run, run.dir / "plot.png", f"{result.title or result.scenario.name} · {run.name}")
-        if p:
-            out[run.name] = p
-    return out
-
-
 def _capacity(ax: Any, s: dict[str, np.ndarray], rows: np.ndarray | None = None, **style: Any) -> None:
     """The capacity over time, from the series rows selected by ``rows`` (default: all; every
     row of one time holds the same capacity when there is one bottleneck)."""
@@ -209,7 +188,7 @@ def _capacity(ax: Any, s: dict[str, np.ndarray], rows: np.ndarray | None = None,
         ax.step(t, cap / 1000, where="post", **{**CAPACITY_STYLE, **style})
 
 
-def _save_png(fig: Any, png_path: str | Path, dpi: int = 100, palette: bool = False) -> Path:
+def save_png(fig: Any, png_path: str | Path, dpi: int = 100, palette: bool = False) -> Path:
     """Render ``fig`` on an Agg canvas and write it as a PNG (100 dpi) under a temporary name,
     then rename it into place (readers never see half a file). ``palette``: store it with 256
     colours (a plot has few; the file shrinks about threefold, which matters for pages that
@@ -236,7 +215,7 @@ def _save_png(fig: Any, png_path: str | Path, dpi: int = 100, palette: bool = Fa
     return png_path
 
 
-def _robust_top(ax: Any) -> float:
+def robust_top(ax: Any) -> float:
     """Upper y-limit that ignores rare spikes (some real traces hold single absurd samples)."""
     tops = [np.nanpercentile(y, 99) for y in (np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines())
             if np.isfinite(y).any()]
@@ -244,7 +223,7 @@ def _robust_top(ax: Any) -> float:
     return 1.15 * top if top > 0 else 1.0
 
 
-def _smooth(t: np.ndarray, v: np.ndarray, window_s: float = 1.0) -> np.ndarray:
+def smooth(t: np.ndarray, v: np.ndarray, window_s: float = 1.0) -> np.ndarray:
     """Moving average over about ``window_s`` (TCP rates are very bursty at 25 ms)."""
     if len(t) < 3:
         return v

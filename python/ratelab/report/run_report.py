@@ -14,11 +14,13 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import __version__
-from .compare import aggregate, run_point
-from .page import Column, document, esc as _e, fmt, img as _img, sortable_table
-from .results import write_text_atomic
-from .runner import RunResult, ScenarioRun
+from ratelab._version import __version__
+from ratelab.report.compare import aggregate, run_point
+from ratelab.report.figures import plot_small_multiples
+from ratelab.report.page import Column, document, esc as _e, fmt, img as _img, sortable_table
+from ratelab.report.plots import plot_run
+from ratelab.run.results import write_text_atomic
+from ratelab.run.runner import RunResult, ScenarioRun
 
 __all__ = ["write_report", "write_run_page", "fmt", "link_utilization"]
 
@@ -41,7 +43,6 @@ def write_report(results: Sequence[ScenarioRun], path: str | Path, title: str = 
                  plots: bool = True) -> Path:
     """Render the page for one or more scenario runs (plots are made first). One scenario with
     one run gets the run page; anything else the comparison page, plus a page per run."""
-    from .plots import plot_all
 
     path = Path(path)
     images = {id(res): (plot_all(res) if plots else {}) for res in results}
@@ -97,7 +98,7 @@ def link_utilization(run: RunResult) -> str:
 # --- comparison page --------------------------------------------------------------------------
 
 def _comparison_figures(results: Sequence[ScenarioRun], path: Path, names: list[str]) -> list[str]:
-    from .figures import plot_cdfs, plot_pareto
+    from ratelab.report.figures import plot_cdfs, plot_pareto
 
     assets = path.parent / (path.stem + "-figures")
     groups = []
@@ -290,3 +291,22 @@ def _scenario_meta(res: ScenarioRun) -> str:
 def _anchor(res: ScenarioRun) -> str:
     base = res.title or res.scenario.name
     return "s-" + "".join(c if c.isalnum() else "-" for c in base)
+
+
+def plot_all(result: ScenarioRun) -> dict[str, Path]:
+    """Write every plot of a scenario run next to its data; returns {name: path}: each run's
+    figure under its name, and with several runs the small multiples under ``comparison``."""
+    out: dict[str, Path] = {}
+    if result.out_dir is None:
+        return out
+    if len(result.runs) > 1:
+        p = plot_small_multiples(result.runs, result.out_dir / "comparison.png")
+        if p:
+            out["comparison"] = p
+    for run in result.runs:
+        if run.dir is None:
+            continue
+        p = plot_run(run, run.dir / "plot.png", f"{result.title or result.scenario.name} · {run.name}")
+        if p:
+            out[run.name] = p
+    return out

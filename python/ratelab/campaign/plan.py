@@ -35,12 +35,12 @@ import glob as globmod
 import itertools
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
-from .errors import InputError
-from .scenario import PACKAGE_DIR, TRACE_DIR, TRACE_METADATA, Scenario, apply_overrides, load_scenario, parse_key, parse_toml, set_path
+from ratelab.errors import InputError
+from ratelab.scenario import PACKAGE_DIR, TRACE_DIR, TRACE_METADATA, Scenario, apply_controller, apply_overrides, load_scenario, parse_key, parse_params, parse_toml, set_path
 
 PLAN_DIR = PACKAGE_DIR / "plans"
 #: Controllers that `controllers = "all"` leaves out (no congestion control to compare).
@@ -146,6 +146,24 @@ class Plan:
         return str(self.data.get("description", ""))
 
 
+def with_params(plan: Plan, items: Sequence[str]) -> Plan:
+    """The plan with ``-p NAME.KEY=VALUE`` options on top of its ``[params."NAME"]`` (the option
+    wins; a list value is a grid, as in the plan). NAME must be one of the plan's controllers."""
+    if not items:
+        return plan
+    by_controller = parse_params(items, _controllers(plan, None))
+    data = copy.deepcopy(plan.data)
+    params = data.setdefault("params", {})
+    if not isinstance(params, dict):
+        raise InputError(plan.source, "params", "must be a table of tables, e.g. [params.gcc]")
+    for name, values in by_controller.items():
+        table = params.setdefault(name, {})
+        if not isinstance(table, dict):
+            raise InputError(plan.source, f"params.{name}", "must be a table")
+        table.update(values)
+    return replace(plan, data=data)
+
+
 def builtin_plans() -> list[str]:
     return sorted(p.stem for p in PLAN_DIR.glob("*.toml")) if PLAN_DIR.is_dir() else []
 
@@ -231,7 +249,7 @@ def expand_plan(plan: Plan, *, known_controllers: list[str] | None = None, git_c
                     apply_overrides(doc, common)
                     for key, value in gvals.items():
                         set_path(doc, parse_key(key), value)
-                    _apply_controller(doc, cname, pvals)
+                    apply_controller(doc, cname, pvals)
                     Scenario(doc, sc.source, sc.path)._resolve_trace()
                     for seed in seeds:
                         keys = {"controller": clabel, "controller_name": cname, "scenario": sc_label, "scenario_name": slabel,
@@ -250,17 +268,17 @@ def expand_plan(plan: Plan, *, known_controllers: list[str] | None = None, git_c
 def _controllers(plan: Plan, known: list[str] | None) -> list[str]:
     raw = plan.data.get("controllers", "all")
     if known is None:
-        from .native import controller_names
+        from ratelab.native import controller_names
 
         known = controller_names()
     if raw == "all":
-        from .native import NEEDS_PARAMS
+        from ratelab.native import NEEDS_PARAMS
 
         return [c for c in known if c not in NOT_IN_ALL and c not in NEEDS_PARAMS]
     names = _string_list(plan, "controllers", raw)
     for n in names:
         if n not in known:
-            from .byo.loader import check_name  # a Python controller (file.py:Class, module:Class, entry point)
+            from ratelab.byo.loader import check_name  # a Python controller (file.py:Class, module:Class, entry point)
 
             try:
                 check_name(n, known)
@@ -355,16 +373,6 @@ def _fmt(v: Any) -> str:
 def _seg(text: str) -> str:
     """A hive partition value: no path separators, no '='."""
     return "".join("_" if c in "/\\=" else c for c in text)
-
-
-def _apply_controller(doc: dict[str, Any], name: str, params: dict[str, Any]) -> None:
-    """Every media flow runs ``name`` with ``params`` (its scenario parameters are dropped when
-    the scenario named another controller: they would not fit)."""
-    for f in doc.get("flows", []):
-        if isinstance(f, dict) and f.get("kind") == "media":
-            own = f.get("params", {}) if f.get("controller", "gcc") == name else {}
-            f["controller"] = name
-            f["params"] = {**(own if isinstance(own, dict) else {}), **params}
 
 
 def _string_list(plan: Plan, where: str, raw: Any) -> list[str]:

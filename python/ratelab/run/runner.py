@@ -13,11 +13,11 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .errors import InputError, from_core
-from .native import controller_names, core, core_errors
-from .scenario import Scenario, load_scenario
+from ratelab.errors import InputError, from_core
+from ratelab.native import controller_names, core, core_errors
+from ratelab.scenario import Scenario, load_scenario
 
 #: Simulated seconds per call into the simulator (Ctrl-C latency is one chunk).
 CHUNK_S = 5.0
@@ -207,56 +207,85 @@ def run_scenario(
     packets: bool = True,
     overrides: Iterable[str] = (),
     progress: bool | ProgressFn = False,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ScenarioRun:
     """Run ``scenario`` once per controller (or once as written when ``controllers`` is empty).
 
+    ``params``: ``{controller: {key: value}}``, what ``-p NAME.KEY=VALUE`` gives; each reaches
+    the media flows that run that controller (unknown keys are errors naming the known ones).
     With ``out_dir``, each run gets ``out_dir/<controller>/{packets,series}.parquet``; the summary
-    and report are written by :mod:`ratelab.results` and :mod:`ratelab.report`. ``progress`` is a
+    and report are written by :mod:`ratelab.run.results` and :mod:`ratelab.report.run_report`. ``progress`` is a
     callback or True for a rich progress bar on stderr. Raises :class:`InputError` for bad input
     (before any run starts) and :class:`Interrupted` on Ctrl-C.
     """
-    sc, choices = prepare_runs(scenario, controllers, overrides, packets)
+    sc, contenders = prepare_runs(scenario, controllers, overrides, packets, params)
     out = Path(out_dir) if out_dir is not None else None
-    result = ScenarioRun(sc, seed, out_dir=out, title=sc.name)
-    doc = sc.to_json()
-    names: list[str] = []
     with contextlib.ExitStack() as stack:
         if progress is True:
-            on_progress = stack.enter_context(progress_bar(sc.duration_s * len(choices)))
+            on_progress = stack.enter_context(progress_bar(sc.duration_s * len(contenders)))
         else:
-            on_progress = progress or _no_progress
-        try:
-            for choice in choices:
-                label = choice or "+".join(sc.media_controllers()) or "scenario"
-                name = unique_name(label, names)
-                names.append(name)
-                run_dir = out / folder_name(name) if out is not None else None
-                result.runs.append(_run_one(sc, doc, choice, label, name, seed, run_dir, on_progress))
-        except KeyboardInterrupt:
-            result.interrupted = True
-            raise Interrupted(result) from None
-    return result
+            on_progress = progress or no_progress
+
+        def simulate(c: Contender, run_dir: Path | None) -> RunResult:
+            return run_one(c.scenario, c.scenario.to_json(), None, c.label, c.name, seed, run_dir, on_progress)
+
+        return run_each(sc, contenders, seed=seed, out=out, title=sc.name, run=simulate)
 
 
-def _no_progress(_desc: str, _sim_s: float) -> None:
-    pass
+@dataclass(frozen=True)
+class Contender:
+    """One run of a scenario: its label (the controller given with -c, or the scenario's own
+    controllers joined by '+'), its unique name (the run's folder) and the scenario as this run
+    sees it (every media flow on the contender's controller, with its parameters)."""
+
+    label: str
+    name: str
+    controller: str | None
+    scenario: Scenario
 
 
 def prepare_runs(scenario: Scenario | str | Path, controllers: Sequence[str] | None, overrides: Iterable[str],
-                 packets: bool) -> tuple[Scenario, list[str | None]]:
+                 packets: bool, params: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[Scenario, list[Contender]]:
     """The scenario with ``overrides`` (and without the packet log unless ``packets``), and the
-    controller choices to run it with (``None``: as written); all bad input is reported here,
-    before the first run starts. Shared by :func:`run_scenario` and ``live.run_live``."""
+    runs to make of it; all bad input (a parameter that would not arrive included) is reported
+    here, before the first run starts. Shared by every driver."""
     sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario, overrides)
     if isinstance(scenario, Scenario) and overrides:
         sc = sc.with_overrides(overrides)
     if not packets:
         sc = sc.with_overrides(["metrics.packet_log=false"])
     check_controllers(controllers or ())
-    choices: list[str | None] = list(controllers) if controllers else [None]
-    for choice in choices:
-        sc.validate(choice)
-    return sc, choices
+    params = dict(params or {})
+    running = list(controllers) if controllers else sc.media_controllers()
+    for name in params:
+        if name not in running:
+            raise InputError("-p", name, f"no flow of this run uses controller {name} (controllers: {', '.join(running) or 'none'})")
+    contenders: list[Contender] = []
+    for choice in (list(controllers) if controllers else [None]):
+        label = choice or "+".join(sc.media_controllers()) or "scenario"
+        name = unique_name(label, [c.name for c in contenders])
+        own = sc.with_controller(choice, params.get(choice)) if choice is not None else sc.with_params(params)
+        own.validate()
+        contenders.append(Contender(label, name, choice, own))
+    return sc, contenders
+
+
+def run_each(sc: Scenario, contenders: Sequence[Contender], *, seed: int, out: Path | None, title: str,
+             run: Callable[[Contender, Path | None], RunResult]) -> ScenarioRun:
+    """The loop every driver shares: ``run(contender, folder)`` for each contender in turn, into
+    ``out/<name>/``; on Ctrl-C :class:`Interrupted` carries the runs that finished."""
+    result = ScenarioRun(sc, seed, out_dir=out, title=title)
+    try:
+        for c in contenders:
+            result.runs.append(run(c, out / folder_name(c.name) if out is not None else None))
+    except KeyboardInterrupt:
+        result.interrupted = True
+        raise Interrupted(result) from None
+    return result
+
+
+def no_progress(_desc: str, _sim_s: float) -> None:
+    pass
 
 
 def check_controllers(names: Iterable[str]) -> None:
@@ -265,14 +294,14 @@ def check_controllers(names: Iterable[str]) -> None:
     names = list(names)
     if not names:
         return
-    from .byo.loader import check_name
+    from ratelab.byo.loader import check_name
 
     known = controller_names()
     for n in names:
         check_name(n, known)
 
 
-def _run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: str, seed: int,
+def run_one(sc: Scenario, doc: str, controller: str | None, label: str, name: str, seed: int,
              run_dir: Path | None, on_progress: ProgressFn, metadata: dict[str, str] | None = None,
              chunk_s: float | None = None) -> RunResult:
     mod = core()
@@ -357,7 +386,7 @@ def progress_bar(total_s: float, *, enabled: bool | None = None) -> Iterator[Pro
 
     console = Console(stderr=True)
     if enabled is False:
-        yield _no_progress
+        yield no_progress
         return
     if not console.is_terminal:
         yield _plain_progress(total_s)

@@ -14,8 +14,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .compare import ORACLE, Point, competitors_front, ecdf, front_path
-from .plots import CAPACITY_STYLE, MAX_PLOT_ROWS, PLOT_COLUMNS, _robust_top, _save_png, _smooth, read_series
+from ratelab.report.compare import ORACLE, Point, competitors_front, ecdf, front_path
+from ratelab.report.plots import CAPACITY_STYLE, MAX_PLOT_ROWS, PLOT_COLUMNS, robust_top, save_png, smooth, read_series
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 #: Line styles of the CDFs: the 11th to 20th controller repeat the colours dash-dotted.
@@ -94,7 +94,7 @@ def plot_pareto(groups: Sequence[tuple[str, Mapping[str, Point]]], png_path: str
     handles.append(Line2D([], [], ls="--", color="0.25", marker="o", mfc="none", mec="0.15", ms=9, label="Pareto front"))
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False,
                ncols=1 if len(handles) <= 24 else 2)
-    return _save_png(fig, png_path)
+    return save_png(fig, png_path)
 
 
 def plot_cdfs(runs: Mapping[str, Sequence[tuple[float, float]]], png_path: str | Path, names: Sequence[str],
@@ -133,12 +133,12 @@ def plot_cdfs(runs: Mapping[str, Sequence[tuple[float, float]]], png_path: str |
         ax.set_ylim(0, 1.02)
         ax.grid(True, which="both", alpha=0.25)
     fig.legend(loc="outside right upper", fontsize=8, frameon=False, ncols=1 if len(runs) <= 24 else 2)
-    return _save_png(fig, png_path)
+    return save_png(fig, png_path)
 
 
 def plot_small_multiples(runs: Sequence[Any], png_path: str | Path, title: str = "", names: Sequence[str] | None = None,
                          dpi: int = 100) -> Path | None:
-    """One panel per run (a :class:`~ratelab.runner.RunResult` with a series file): the media
+    """One panel per run (a :class:`~ratelab.run.runner.RunResult` with a series file): the media
     flows' target rates against the capacity (top) and the bottleneck's queuing delay (bottom),
     every panel on the same axes."""
     from matplotlib.figure import Figure
@@ -180,7 +180,7 @@ def plot_small_multiples(runs: Sequence[Any], png_path: str | Path, title: str =
         for j, f in enumerate(shown):
             m = s["flow"] == f["id"]
             color = st[run.name]["color"] if j == 0 else f"C{(j + 3) % 10}"
-            y = s["target_kbps"][m] if f.get("kind") == "media" else _smooth(s["t_s"][m], s["recv_kbps"][m])
+            y = s["target_kbps"][m] if f.get("kind") == "media" else smooth(s["t_s"][m], s["recv_kbps"][m])
             ax_r.plot(s["t_s"][m], y / 1000, lw=1.1, color=color)
         q = s["queue_ms"][rows][idx] if "queue_ms" in s else np.full(len(t), np.nan)
         ax_d.fill_between(t, 0, np.nan_to_num(q), step="post", color="C3", alpha=0.45, lw=0)
@@ -199,7 +199,7 @@ def plot_small_multiples(runs: Sequence[Any], png_path: str | Path, title: str =
             ax.grid(True, alpha=0.25)
     # Shared rate axis: up to the highest line, but at most 2.5 × the capacity, so that one
     # controller's spikes do not flatten every other panel (lines above are cut at the top).
-    top = max(_robust_top(ax) for ax in rate_axes)
+    top = max(robust_top(ax) for ax in rate_axes)
     cap_top = max((c for c in caps if math.isfinite(c)), default=0.0) / 1000
     rate_axes[0].set_ylim(0, min(top, 2.5 * cap_top) if cap_top > 0 else top)
     delay_axes[0].set_ylim(0, max(_delay_top(ax) for ax in delay_axes))
@@ -210,7 +210,7 @@ def plot_small_multiples(runs: Sequence[Any], png_path: str | Path, title: str =
     fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, top), ncols=3, fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, fontsize=10, y=1 - 0.05 / height, va="top")
-    return _save_png(fig, png_path, dpi=dpi, palette=True)
+    return save_png(fig, png_path, dpi=dpi, palette=True)
 
 
 def _floored(p: Point) -> Point:

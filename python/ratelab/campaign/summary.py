@@ -28,7 +28,7 @@ RUNS_KEY = "ratelab.summary_runs"
 def scan_runs(root: Path, stats: dict[str, int] | None = None) -> tuple[set[str], set[str]]:
     """Run ids (``controller=…/scenario=…/seed=…``) of the finished and of the failed runs,
     from the directory tree alone (``stats["listed"]`` counts the run folders looked at)."""
-    from .store import DONE_FILE, ERROR_FILE
+    from ratelab.campaign.layout import DONE_FILE, ERROR_FILE
 
     done: set[str] = set()
     failed: set[str] = set()
@@ -72,7 +72,7 @@ def summary_runs(path: Path) -> set[str] | None:
 def _flows_select(con, raw: str) -> str:
     """``SELECT`` over run flows files with the columns every version's files share: ``direction``
     is ``forward`` for runs that predate it and every optional column exists (NULL if unwritten)."""
-    from .store import OPTIONAL_FLOW_COLUMNS
+    from ratelab.campaign.layout import OPTIONAL_FLOW_COLUMNS
 
     have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {raw}").fetchall()}
     replace = " REPLACE (coalesce(direction, 'forward') AS direction)" if "direction" in have else ""
@@ -194,7 +194,7 @@ def flows_source(con, root: Path, done: set[str], *, full: bool = False,
     them), or every run file when ``full`` or when the summary holds a run that is gone.
     ``have``: the summary's run ids when the caller has read them already; ``fresh``: flows tables
     of runs whose files need not be read (used only when every one of them is a new run)."""
-    from .store import DONE_FILE
+    from ratelab.campaign.layout import DONE_FILE
 
     if not done:
         return None
@@ -265,7 +265,7 @@ def connect(root: Path, views: Iterable[str] | None = None, stats: dict[str, int
     over every run's series file opens all of them); None creates all."""
     import duckdb
 
-    from .store import ERROR_FILE, RUN_COLUMNS, has_files
+    from ratelab.campaign.layout import ERROR_FILE, RUN_COLUMNS, has_files
 
     wanted = set(VIEWS if views is None else views)
     con = duckdb.connect()

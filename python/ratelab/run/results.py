@@ -20,8 +20,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, TextIO
 
-from . import __version__
-from .runner import ScenarioRun
+from ratelab._version import __version__
+from ratelab.run.runner import ScenarioRun
 
 
 def build_summary(result: ScenarioRun) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def write_summary(result: ScenarioRun, path: str | Path | None = None) -> Path:
             raise ValueError("no out_dir to write summary.json into")
         path = result.out_dir / "summary.json"
     path = Path(path)
-    write_text_atomic(path, json.dumps(_strict(build_summary(result)), indent=2, allow_nan=False) + "\n")
+    write_text_atomic(path, json.dumps(strict_json(build_summary(result)), indent=2, allow_nan=False) + "\n")
     return path
 
 
@@ -70,12 +70,12 @@ def write_text_atomic(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def _strict(v: Any) -> Any:
+def strict_json(v: Any) -> Any:
     """Replace non-finite floats by None and numpy scalars by Python numbers."""
     if isinstance(v, dict):
-        return {str(k): _strict(x) for k, x in v.items()}
+        return {str(k): strict_json(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_strict(x) for x in v]
+        return [strict_json(x) for x in v]
     if hasattr(v, "item") and callable(v.item):  # numpy scalar
         v = v.item()
     if isinstance(v, float) and not math.isfinite(v):

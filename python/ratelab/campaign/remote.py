@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, one_line
-from .results import write_text_atomic
-from .store import DONE_FILE, ERROR_FILE, TMP_DIR
+from ratelab.errors import InputError, one_line
+from ratelab.run.results import write_text_atomic
+from ratelab.campaign.store import DONE_FILE, ERROR_FILE, TMP_DIR
 
 MARKER = "_COMPLETE"
 #: The local copy of a remote marker: the remote marker's modification time (the run's version).
