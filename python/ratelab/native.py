@@ -29,15 +29,23 @@ def core_errors() -> tuple[type[BaseException], ...]:
     return tuple(getattr(mod, n) for n in ("ConfigError", "TraceError") if hasattr(mod, n))
 
 
-#: Controllers that cannot run without a parameter (the file of a user's model): "every
-#: controller" (demo, `controllers = "all"`, the leaderboard, reproductions) leaves them out.
-NEEDS_PARAMS = {"onnx": "model"}
-
-
 def controller_names() -> list[str]:
     return [c["name"] for c in core().controllers()]
 
 
+def required_files() -> dict[str, str]:
+    """{controller: the parameter that must name a file} for controllers that cannot run with
+    their defaults (read from the core's registry entry, `required_file`)."""
+    return {c["name"]: c["required_file"] for c in core().controllers() if c.get("required_file")}
+
+
 def runnable_controller_names() -> list[str]:
     """Controllers that run with their default parameters."""
-    return [n for n in controller_names() if n not in NEEDS_PARAMS]
+    return [c["name"] for c in core().controllers() if not c.get("required_file")]
+
+
+def all_controller_names() -> list[str]:
+    """"Every controller": the demo, a plan's ``controllers = "all"``, the leaderboard, the
+    reproductions' baselines. The registry entry says (``in_all``: runs with its defaults and
+    does congestion control)."""
+    return [c["name"] for c in core().controllers() if c.get("in_all", not c.get("required_file"))]

@@ -17,9 +17,12 @@ import numpy as np
 __version__ = "0.0.0-fake"
 
 _CONTROLLERS = [
-    {"name": "gcc", "summary": "fake gcc", "defaults": {"profile": "current"}},
-    {"name": "fixed", "summary": "fake fixed", "defaults": {"rate_kbps": 1000.0}},
-    {"name": "oracle", "summary": "fake oracle", "defaults": {}},
+    {"name": "gcc", "summary": "fake gcc", "defaults": {"profile": "current"},
+     "side": "sender", "required_file": None, "compared": True, "in_all": True},
+    {"name": "fixed", "summary": "fake fixed", "defaults": {"rate_kbps": 1000.0},
+     "side": "sender", "required_file": None, "compared": False, "in_all": False},
+    {"name": "oracle", "summary": "fake oracle", "defaults": {},
+     "side": "sender", "required_file": None, "compared": True, "in_all": True},
 ]
 _TOP = {"name", "description", "duration_s", "link", "flows", "metrics"}
 

@@ -39,8 +39,6 @@ from ratelab.scenario import builtin_names, load_scenario
 GOLDEN = Path(__file__).parent / "data" / "golden_summary.json"
 CAP_S = 40.0
 SEED = 3
-# Controllers that need a user file (a model or a Python class) have no built-in default to run.
-NEEDS_FILE = {"onnx"}
 # Controllers run through tract-onnx: exact on one CPU, within this relative tolerance across CPUs.
 MODEL_CONTROLLERS = {"r3net"}
 MODEL_REL_TOL = 1e-3
@@ -50,7 +48,7 @@ def cases() -> list[tuple[str, str | None]]:
     """Every built-in scenario as written, and every built-in controller on RFC 8867 5.1 and on
     the three-flow bench case (multi-flow interactions)."""
     out: list[tuple[str, str | None]] = [(s, None) for s in builtin_names()]
-    for c in sorted(set(runnable_controller_names()) - NEEDS_FILE):
+    for c in sorted(runnable_controller_names()):
         out += [("rmcat-5.1", c), ("bench-three", c)]
     return out
 

@@ -144,3 +144,60 @@ def test_top_level_holds_only_cross_cutting_modules():
     """Concepts live in subpackages; the top level keeps the public API and small leaves."""
     top = sorted(p.stem for p in PKG.glob("*.py"))
     assert top == ["__init__", "__main__", "_version", "errors", "gym_registration", "limits", "native", "scenario"], top
+
+
+# --- one place for a controller's facts (issue 21) ---------------------------------------------
+
+#: Modules that may name controllers: the paper reproductions and the RL experiments compare
+#: the controllers their papers name; the examples are user code.
+NAMING_ALLOWED = ("ratelab.reproduce", "ratelab.rl", "ratelab.examples")
+
+
+def controller_name_collections(names: set[str]) -> list[str]:
+    """Every set, list, tuple or dict literal in the front end whose string items are all
+    controller names: a per-controller fact kept outside the registry."""
+    found = []
+    for mod, path in modules().items():
+        if mod.startswith(NAMING_ALLOWED):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None) \
+                if isinstance(node, (ast.Set, ast.List, ast.Tuple)) else None
+            if not items:
+                continue
+            strings = [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+            if strings and len(strings) == len(items) and set(strings) <= names:
+                found.append(f"{mod}:{node.lineno}: {sorted(set(strings))}")
+    return found
+
+
+def test_no_list_of_controller_names_outside_the_registry(core):
+    """A controller's facts (needs a file, sender or receiver side, in "all") are fields of its
+    registry entry (crates/ratelab-core/src/controllers/mod.rs); a list of names in the front end
+    is one a newcomer would have to find and edit."""
+    from ratelab.reproduce import PAPERS
+
+    # `ratelab reproduce PAPER` lists papers, some of which share their controller's name
+    names = {c["name"] for c in core.controllers()} - set(PAPERS) - {"r3net"}
+    assert not controller_name_collections(names), controller_name_collections(names)
+
+
+def test_the_scan_finds_a_list_of_names(tmp_path, monkeypatch, core):
+    names = {c["name"] for c in core.controllers()}
+    probe = PKG / "cli" / "_probe_for_test.py"
+    probe.write_text('EXCLUDED = {"fixed"}\n', encoding="utf-8")
+    try:
+        assert any("_probe_for_test" in f for f in controller_name_collections(names))
+    finally:
+        probe.unlink()
+
+
+def test_registry_facts_reach_python(core):
+    entries = {c["name"]: c for c in core.controllers()}
+    assert entries["onnx"]["required_file"] == "model" and entries["onnx"]["side"] == "receiver"
+    assert entries["r3net"]["side"] == "receiver" and entries["gcc"]["side"] == "sender"
+    assert entries["fixed"]["in_all"] is False and entries["gcc"]["in_all"] is True
+    from ratelab.native import all_controller_names, runnable_controller_names
+
+    assert "onnx" not in runnable_controller_names() and "fixed" in runnable_controller_names()
+    assert set(all_controller_names()) == {n for n, e in entries.items() if e["in_all"]}

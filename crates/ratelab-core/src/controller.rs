@@ -3,7 +3,9 @@
 //! [`Update`] out. It never sees simulator internals, so the same object can be driven by the
 //! discrete-event simulator or by a live UDP transport.
 
+use crate::error::ConfigError;
 use crate::units::{Bitrate, Bytes, Duration, Time};
+use std::sync::Arc;
 
 /// What the sender knows about one packet it put on the wire (media, padding or probe).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -176,4 +178,43 @@ pub trait ReceiverEstimator: Send {
     /// A round-trip time known at the receiver (RTCP-derived in a real stack; the simulator
     /// gives the exact RTT of each arriving packet: its one-way delay plus the return delay).
     fn on_rtt_update(&mut self, _now: Time, _rtt: Duration) {}
+}
+
+// --- construction: what a driver hands the registry, and what it gets back ---------------------
+
+/// What the driver offers a controller at construction.
+#[derive(Clone)]
+pub struct BuildContext {
+    /// Seed for any randomness inside the controller (derived from the run seed and flow id).
+    pub seed: u64,
+    /// Ground truth for reference controllers (`oracle`): this flow's fair share of the
+    /// bottleneck at time t. Real controllers must not use it.
+    pub fair_share: Option<Arc<dyn Fn(Time) -> Bitrate + Send + Sync>>,
+    /// File access injected by the driver (the core itself does no I/O): reads a file a
+    /// parameter names, e.g. an ONNX model. `None`: such parameters are an error.
+    pub read_file: Option<FileReader>,
+    /// Controllers built outside the core (e.g. Python classes, by the binding), tried for a
+    /// name the registry does not know. Keeps the core free of any foreign runtime.
+    pub external: Option<ExternalFactory>,
+}
+
+/// Reads a whole file by path; the error is a message for the user.
+pub type FileReader = Arc<dyn Fn(&str) -> Result<Vec<u8>, String> + Send + Sync>;
+
+/// Builds a controller the registry does not know, by name and parameters: `None` when the
+/// name is not one of its own either (then the name is reported as unknown).
+pub type ExternalFactory = Arc<dyn Fn(&str, &serde_json::Value, &BuildContext) -> Option<Result<Built, ConfigError>> + Send + Sync>;
+
+impl BuildContext {
+    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None, read_file: None, external: None } }
+}
+
+/// A constructed controller: the sender part, plus a receiver part for receiver-side estimators.
+pub struct Built {
+    pub sender: Box<dyn Controller>,
+    pub receiver: Option<Box<dyn ReceiverEstimator>>,
+}
+
+impl Built {
+    pub fn sender(c: impl Controller + 'static) -> Self { Built { sender: Box::new(c), receiver: None } }
 }

@@ -93,6 +93,10 @@ fn controllers(py: Python<'_>) -> PyResult<Vec<PyObject>> {
         d.set_item("name", e.name)?;
         d.set_item("summary", e.summary)?;
         d.set_item("defaults", json_to_py(py, &guarded("controller defaults", || (e.defaults)())?)?)?;
+        d.set_item("side", match e.side { ratelab_core::controllers::Side::Sender => "sender", ratelab_core::controllers::Side::Receiver => "receiver" })?;
+        d.set_item("required_file", e.required_file)?;
+        d.set_item("compared", e.compared)?;
+        d.set_item("in_all", e.in_all())?;
         out.push(d.into_any().unbind());
     }
     Ok(out)

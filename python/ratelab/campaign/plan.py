@@ -44,7 +44,6 @@ from ratelab.scenario import PACKAGE_DIR, TRACE_DIR, TRACE_METADATA, Scenario, a
 
 PLAN_DIR = PACKAGE_DIR / "plans"
 #: Controllers that `controllers = "all"` leaves out (no congestion control to compare).
-NOT_IN_ALL = {"fixed"}
 _PLAN_KEYS = {"name", "description", "controllers", "scenarios", "traces", "trace_duration_s", "seeds", "set",
               "packets", "grid", "params", "exclude", "include", "out"}
 
@@ -272,9 +271,10 @@ def _controllers(plan: Plan, known: list[str] | None) -> list[str]:
 
         known = controller_names()
     if raw == "all":
-        from ratelab.native import NEEDS_PARAMS
+        from ratelab.native import all_controller_names
 
-        return [c for c in known if c not in NOT_IN_ALL and c not in NEEDS_PARAMS]
+        every = set(all_controller_names())  # the registry entries say which belong to "all"
+        return [c for c in known if c in every]
     names = _string_list(plan, "controllers", raw)
     for n in names:
         if n not in known:

@@ -23,8 +23,6 @@ DEMO_SCENARIOS: list[tuple[str, list[str], str, str]] = [
     ("trace-fcc-amazon", [], "Real trace: FCC broadband (Pensieve set)", "trace-fcc-amazon"),
 ]
 BENCH_SCENARIOS = ["bench-single", "bench-three", "bench-tcp", "bench-two-way"]
-#: Controllers the demo leaves out: `fixed` does no congestion control, nothing to compare.
-DEMO_EXCLUDED = {"fixed"}
 
 @cli.command()
 @scenario_run_options("results/<scenario>")
@@ -163,9 +161,9 @@ def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], params: tupl
 @click.option("--no-packets", is_flag=True, help="Do not keep the per-packet logs.")
 def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[str, ...], no_packets: bool) -> None:
     """Compare every controller on a few built-in scenarios (incl. a real trace) and write one report.html."""
-    from ratelab.native import runnable_controller_names
+    from ratelab.native import all_controller_names
 
-    names = list(controllers) or [n for n in runnable_controller_names() if n not in DEMO_EXCLUDED]
+    names = list(controllers) or all_controller_names()
     check_controllers(names)
     plan = []
     for name, extra, title, folder in DEMO_SCENARIOS:

@@ -96,9 +96,9 @@ def reproduce(duration: float = 120.0, seed: int = 1, controllers: list[str] | N
               model: str | None = None, progress=print) -> dict[str, dict[str, float]]:
     from ratelab import _core as core
 
-    from ratelab.native import NEEDS_PARAMS
+    from ratelab.native import runnable_controller_names
 
-    names = controllers or [c["name"] for c in core.controllers() if c["name"] not in NEEDS_PARAMS]
+    names = controllers or runnable_controller_names()
     test = [rl_traces.TRACE_DIR / n for n in rl_traces.split("test")]
     out: dict[str, dict[str, float]] = {}
     for c in names:

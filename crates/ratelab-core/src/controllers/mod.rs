@@ -2,12 +2,9 @@
 //! scenario can override. Each controller's parameters are a serde struct with defaults and
 //! `deny_unknown_fields`, so an unknown or mistyped parameter is an error naming the field.
 
-use crate::controller::{Controller, ReceiverEstimator};
 use crate::error::ConfigError;
-use crate::units::{Bitrate, Time};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::sync::Arc;
 
 pub mod aimd;
 pub mod bbr;
@@ -31,51 +28,52 @@ pub(crate) mod testkit;
 pub mod tfrc;
 pub mod vivace;
 
-/// What the driver offers a controller at construction.
-#[derive(Clone)]
-pub struct BuildContext {
-    /// Seed for any randomness inside the controller (derived from the run seed and flow id).
-    pub seed: u64,
-    /// Ground truth for reference controllers (`oracle`): this flow's fair share of the
-    /// bottleneck at time t. Real controllers must not use it.
-    pub fair_share: Option<Arc<dyn Fn(Time) -> Bitrate + Send + Sync>>,
-    /// File access injected by the driver (the core itself does no I/O): reads a file a
-    /// parameter names, e.g. an ONNX model. `None`: such parameters are an error.
-    pub read_file: Option<FileReader>,
-    /// Controllers built outside the core (e.g. Python classes, by the binding), tried for a
-    /// name the registry does not know. Keeps the core free of any foreign runtime.
-    pub external: Option<ExternalFactory>,
-}
+pub use crate::controller::{BuildContext, Built, ExternalFactory, FileReader};
 
-/// Reads a whole file by path; the error is a message for the user.
-pub type FileReader = Arc<dyn Fn(&str) -> Result<Vec<u8>, String> + Send + Sync>;
-
-/// Builds a controller the registry does not know, by name and parameters: `None` when the
-/// name is not one of its own either (then the name is reported as unknown).
-pub type ExternalFactory = Arc<dyn Fn(&str, &serde_json::Value, &BuildContext) -> Option<Result<Built, ConfigError>> + Send + Sync>;
-
-impl BuildContext {
-    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None, read_file: None, external: None } }
-}
-
-/// A constructed controller: the sender part, plus a receiver part for receiver-side estimators.
-pub struct Built {
-    pub sender: Box<dyn Controller>,
-    pub receiver: Option<Box<dyn ReceiverEstimator>>,
-}
-
-impl Built {
-    pub fn sender(c: impl Controller + 'static) -> Self { Built { sender: Box::new(c), receiver: None } }
-}
-
-/// One registry entry.
+/// One registry entry: everything ratelab needs to know about a controller, in one place. A
+/// new controller is its folder plus one entry here; the drivers, the Python front end (through
+/// `_core.controllers()`), the demo, plans' `"all"`, the leaderboard and the tests read these
+/// fields instead of keeping lists of names.
 pub struct Entry {
     pub name: &'static str,
     pub summary: &'static str,
     /// Default parameters as a JSON object (for `ratelab list` and docs).
     pub defaults: fn() -> serde_json::Value,
     pub build: fn(&serde_json::Value, &BuildContext) -> Result<Built, ConfigError>,
+    /// Where the estimate is made: at the sender (feedback in, rates out) or at the receiver
+    /// (an estimator whose rate reaches the sender as REMB).
+    pub side: Side,
+    /// The parameter that must name a file for the controller to run at all (a model), if any:
+    /// such a controller cannot run with its defaults, so "every controller" leaves it out.
+    pub required_file: Option<&'static str>,
+    /// Whether "every controller" (the demo, a plan's `controllers = "all"`, the leaderboard,
+    /// the reproductions' baselines) includes it: false for what does no congestion control.
+    pub compared: bool,
 }
+
+/// Where a controller's estimate is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Sender,
+    Receiver,
+}
+
+impl Entry {
+    /// Runs with its default parameters and belongs to "every controller".
+    pub fn in_all(&self) -> bool { self.compared && self.required_file.is_none() }
+}
+
+/// The fields every entry shares unless it says otherwise (`..SENDER`).
+const SENDER: Entry = Entry {
+    name: "",
+    summary: "",
+    defaults: || serde_json::Value::Null,
+    build: |_, _| Err(ConfigError::new("controller", "not a controller")),
+    side: Side::Sender,
+    required_file: None,
+    compared: true,
+};
 
 /// Every controller ratelab knows, in listing order.
 pub fn registry() -> &'static [Entry] {
@@ -85,48 +83,56 @@ pub fn registry() -> &'static [Entry] {
             summary: "Google Congestion Control as in current libwebrtc goog_cc (profiles: current, m84, m60)",
             defaults: defaults_of::<gcc::GccConfig>,
             build: |p, cx| Ok(Built::sender(gcc::Gcc::new(parse_params(p)?, cx))),
+            ..SENDER
         },
         Entry {
             name: "lcc",
             summary: "LCC (paper 000): weighted KDE of (rate, OWD) and Bayesian choice E[S | D = T_c] toward min OWD + 25 ms",
             defaults: defaults_of::<lcc::LccConfig>,
             build: |p, _| Ok(Built::sender(lcc::Lcc::new(parse_params(p)?)?)),
+            ..SENDER
         },
         Entry {
             name: "iris",
             summary: "Iris (paper 001): queue-load target x·(rtt − T) = B, tanh RTT step, x = r + d/k with k by regression; T = min RTT",
             defaults: defaults_of::<iris::IrisConfig>,
             build: |p, _| Ok(Built::sender(iris::Iris::new(parse_params(p)?)?)),
+            ..SENDER
         },
         Entry {
             name: "iris-mid",
             summary: "Iris-mid (paper 001 VI-B4): Iris with the median RTT of the window as target delay T",
             defaults: || serde_json::to_value(iris::IrisConfig::mid()).unwrap_or(serde_json::Value::Null),
             build: |p, _| Ok(Built::sender(iris::Iris::new(iris_mid_params(p)?)?)),
+            ..SENDER
         },
         Entry {
             name: "bbr-webrtc",
             summary: "BBRv1 as shipped in libwebrtc (2018-2019), with its congestion window gating the pacer",
             defaults: defaults_of::<bbr::BbrWebrtcConfig>,
             build: |p, cx| Ok(Built::sender(bbr::BbrWebrtc::new(parse_params(p)?, cx))),
+            ..SENDER
         },
         Entry {
             name: "rbbr",
             summary: "Rate BBR (Cross paper 002): WebRTC-BBR without cwnd, pacing and target discounts",
             defaults: defaults_of::<bbr::RbbrConfig>,
             build: |p, cx| Ok(Built::sender(bbr::Rbbr::new(parse_params(p)?, cx))),
+            ..SENDER
         },
         Entry {
             name: "cross",
             summary: "Cross (paper 002): delay-based MIMD on queue load with fast bandwidth adaptation",
             defaults: defaults_of::<cross::CrossConfig>,
             build: |p, cx| Ok(Built::sender(cross::Cross::new(parse_params(p)?, cx))),
+            ..SENDER
         },
         Entry {
             name: "nada",
             summary: "NADA (RFC 8698): delay/loss congestion signal, accelerated ramp-up and gradual reference-rate update",
             defaults: defaults_of::<nada::NadaConfig>,
             build: |p, _| Ok(Built::sender(nada::Nada::new(parse_params(p)?))),
+            ..SENDER
         },
         Entry {
             name: "nadar",
@@ -136,84 +142,102 @@ pub fn registry() -> &'static [Entry] {
                 let v = nada::overlay_params(serde_json::to_value(nada::NadaConfig::nadar()).unwrap_or(serde_json::Value::Null), p);
                 Ok(Built::sender(nada::Nada::new(parse_params(&v)?)))
             },
+            ..SENDER
         },
         Entry {
             name: "copa",
             summary: "Copa (NSDI'18): delay-based target rate 1/(δ·d_q) with velocity and competitive mode; rate = cwnd/RTT_standing",
             defaults: defaults_of::<copa::CopaConfig>,
             build: |p, _| Ok(Built::sender(copa::Copa::new(parse_params(p)?))),
+            ..SENDER
         },
         Entry {
             name: "vivace",
             summary: "PCC Vivace as in libwebrtc's PCC module: monitor-interval pairs, utility gradient ascent",
             defaults: defaults_of::<vivace::VivaceConfig>,
             build: |p, cx| Ok(Built::sender(vivace::Vivace::new(parse_params(p)?, cx))),
+            ..SENDER
         },
         Entry {
             name: "pcc-allegro",
             summary: "PCC Allegro (NSDI'15, modong/pcc): randomized trials of r(1±ε), doubling start, accelerating moves; loss or latency utility",
             defaults: defaults_of::<pcc::AllegroConfig>,
             build: |p, cx| Ok(Built::sender(pcc::Allegro::new(parse_params(p)?, cx))),
+            ..SENDER
         },
         Entry {
             name: "scream",
             summary: "SCReAM (RFC 8298): self-clocked LEDBAT-like window plus media-rate control on the RTP queue",
             defaults: defaults_of::<scream::ScreamConfig>,
             build: |p, _| Ok(Built::sender(scream::Scream::new(parse_params(p)?))),
+            ..SENDER
         },
         Entry {
             name: "dcrc",
             summary: "DCRC shadow-price rate control (paper 003), literal Eq. 18 price update (delay target cancels)",
             defaults: defaults_of::<dcrc::DcrcConfig>,
             build: |p, _| Ok(Built::sender(dcrc::Dcrc::new(parse_params(p)?, dcrc::DcrcVariant::Literal))),
+            ..SENDER
         },
         Entry {
             name: "dcrc-pi",
             summary: "DCRC shadow-price rate control (paper 003) with a PI price update holding queuing delay at 200 ms",
             defaults: defaults_of::<dcrc::DcrcConfig>,
             build: |p, _| Ok(Built::sender(dcrc::Dcrc::new(parse_params(p)?, dcrc::DcrcVariant::Pi))),
+            ..SENDER
         },
         Entry {
             name: "tfrc",
             summary: "TCP-friendly rate control, RFC 5348 (equation-based; paper 003's baseline)",
             defaults: defaults_of::<tfrc::TfrcConfig>,
             build: |p, _| Ok(Built::sender(tfrc::Tfrc::new(parse_params(p)?))),
+            ..SENDER
         },
         Entry {
             name: "aimd",
             summary: "TCP-like rate control: +1 packet per RTT, halve on a loss event (paper 003's \"CTCP\")",
             defaults: defaults_of::<aimd::AimdConfig>,
             build: |p, _| Ok(Built::sender(aimd::Aimd::new(parse_params(p)?))),
+            ..SENDER
         },
         Entry {
             name: "fixed",
             summary: "constant target rate (no congestion control)",
             defaults: defaults_of::<fixed::FixedConfig>,
             build: |p, _| Ok(Built::sender(fixed::Fixed::new(parse_params(p)?))),
+            compared: false,
+            ..SENDER
         },
         Entry {
             name: "ratelab-cc",
             summary: "ratelab's own (issue 15): queue target on one-way delay, drain at the measured delivery rate, additive fairness, competitive mode",
             defaults: defaults_of::<ratelab_cc::RatelabCcConfig>,
             build: |p, _| Ok(Built::sender(ratelab_cc::RatelabCc::new(parse_params(p)?)?)),
+            ..SENDER
         },
         Entry {
             name: "oracle",
             summary: "follows the true fair share of the bottleneck capacity (upper bound for reports)",
             defaults: defaults_of::<oracle::OracleConfig>,
             build: |p, cx| Ok(Built::sender(oracle::Oracle::new(parse_params(p)?, cx)?)),
+            ..SENDER
         },
         Entry {
             name: "r3net",
             summary: "R3Net: receiver-side RL estimator (GRU policy, ONNX model run in Rust) every 50 ms, REMB-like feedback",
             defaults: defaults_of::<r3net::R3NetConfig>,
             build: |p, cx| r3net::build(parse_params(p)?, cx),
+            side: Side::Receiver,
+            ..SENDER
         },
         Entry {
             name: "onnx",
             summary: "your ONNX estimator (parameter model): MMSys'24 150-feature observation every 60 ms at the receiver → bit/s, REMB-like feedback; stateless, MMSys'24 LSTM or R3Net signature",
             defaults: defaults_of::<onnx::OnnxConfig>,
             build: |p, cx| onnx::build(parse_params(p)?, cx),
+            side: Side::Receiver,
+            required_file: Some("model"),
+            ..SENDER
         },
     ];
     ENTRIES
@@ -271,7 +295,8 @@ pub fn parse_params<T: DeserializeOwned + Default>(v: &serde_json::Value) -> Res
 mod tests {
     use super::*;
     use crate::controller::{Constraints, PacketResult, SentPacket, TransportFeedback, Update};
-    use crate::units::{Bytes, Duration};
+    use crate::units::{Bitrate, Bytes, Duration, Time};
+    use std::sync::Arc;
     use proptest::prelude::*;
 
     #[test]
@@ -285,9 +310,6 @@ mod tests {
             assert!(e.message.contains(key.as_str()), "{key} missing from {}", e.message);
         }
     }
-
-    /// Controllers whose required parameter is a file (tested with their own files).
-    const NEEDS_A_FILE: &[&str] = &["onnx"];
 
     /// Apply an update to the rates a sender would hold.
     fn track(rates: &mut (Bitrate, Bitrate), u: &Update) {
@@ -304,7 +326,7 @@ mod tests {
             steps in proptest::collection::vec((1u32..40, 0u32..400, 0u8..100, 0u32..300, any::<bool>()), 1..120),
             seed in any::<u64>(),
         ) {
-            for e in registry().iter().filter(|e| !NEEDS_A_FILE.contains(&e.name)) {
+            for e in registry().iter().filter(|e| e.required_file.is_none()) {
                 let mut cx = BuildContext::new(seed);
                 cx.fair_share = Some(Arc::new(|_| Bitrate::from_kbps(1500)));
                 let mut built = build(e.name, &serde_json::Value::Null, &cx).unwrap();
@@ -342,11 +364,13 @@ mod tests {
         let mut cx = BuildContext::new(1);
         cx.fair_share = Some(Arc::new(|_| Bitrate::from_kbps(1000)));
         for e in registry() {
-            if NEEDS_A_FILE.contains(&e.name) {
+            if let Some(file) = e.required_file {
                 let err = build(e.name, &serde_json::Value::Null, &cx).err().expect("a model is required");
-                assert_eq!(err.field, "params.model", "{}", e.name);
+                assert_eq!(err.field, format!("params.{file}"), "{}", e.name);
                 continue;
             }
+            assert_eq!(build(e.name, &serde_json::Value::Null, &cx).unwrap().receiver.is_some(), e.side == Side::Receiver,
+                       "{}: side says {:?}", e.name, e.side);
             assert!(build(e.name, &serde_json::Value::Null, &cx).is_ok(), "{}", e.name);
             assert!(build(e.name, &(e.defaults)(), &cx).is_ok(), "{} defaults round-trip", e.name);
             let bad = serde_json::json!({"no_such_param": 1});

@@ -1,7 +1,7 @@
 //! `oracle`: follows this flow's true fair share of the bottleneck capacity, read from the
 //! simulator's ground truth. Not a real controller; an upper bound for reports.
 
-use super::BuildContext;
+use crate::controller::BuildContext;
 use crate::controller::{Constraints, Controller, TransportFeedback, Update};
 use crate::error::ConfigError;
 use crate::units::{Bitrate, Time};

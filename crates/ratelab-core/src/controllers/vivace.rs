@@ -22,7 +22,7 @@
 //! within the flow's rate constraints (libwebrtc leaves that to the application).
 
 use super::pcc::monitor::MonitorInterval;
-use super::BuildContext;
+use crate::controller::BuildContext;
 use crate::controller::{Constraints, Controller, Diagnostics, PacketResult, SentPacket, TransportFeedback, Update};
 use crate::units::{Bitrate, Duration, Time};
 use rand::{Rng, SeedableRng};

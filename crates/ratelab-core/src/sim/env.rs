@@ -21,7 +21,7 @@
 //! returned separately.
 
 use super::build::build_simulation_ext;
-use crate::controllers::ExternalFactory;
+use crate::controller::ExternalFactory;
 use super::synth::{self, SynthKind};
 use super::{FlowState, Simulation};
 use crate::controller::{ReceivedPacket, ReceiverEstimator};

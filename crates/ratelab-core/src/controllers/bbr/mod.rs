@@ -114,7 +114,7 @@ mod tests {
     use super::*;
     use crate::controller::{Constraints, Controller, PacketResult, SentPacket, TransportFeedback};
     use crate::controllers::testkit::Harness;
-    use crate::controllers::BuildContext;
+    use crate::controller::BuildContext;
     use crate::units::{Bitrate, Bytes, Duration, Time};
 
     fn constraints(max_kbps: i64) -> Constraints {

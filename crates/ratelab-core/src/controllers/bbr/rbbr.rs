@@ -16,7 +16,7 @@ use super::webrtc::sane;
 use super::{BbrRule, BbrSender};
 use crate::controller::{Diagnostics, TransportFeedback};
 use crate::controllers::common::AckClock;
-use crate::controllers::BuildContext;
+use crate::controller::BuildContext;
 use crate::units::{Bitrate, Bytes, Duration};
 use serde::{Deserialize, Serialize};
 

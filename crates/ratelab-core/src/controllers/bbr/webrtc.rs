@@ -6,7 +6,7 @@ use super::model::{BbrModel, Mode, ModelConfig, HIGH_GAIN, MSS};
 use super::{BbrRule, BbrSender};
 use crate::controller::Diagnostics;
 use crate::controllers::common::AckClock;
-use crate::controllers::BuildContext;
+use crate::controller::BuildContext;
 use crate::units::{Bitrate, Bytes, Duration};
 use serde::{Deserialize, Serialize};
 

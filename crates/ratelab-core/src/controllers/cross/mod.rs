@@ -22,7 +22,7 @@ mod tests;
 
 use crate::controller::{Constraints, Controller, Diagnostics, SentPacket, TransportFeedback, Update};
 use crate::controllers::common::{quantile_floor, AckClock, BandwidthSampler, RoundCounter, RoundWindowedFilter};
-use crate::controllers::BuildContext;
+use crate::controller::BuildContext;
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use epoch::Epochs;
 use fast_adapt::{FastAdapt, FastAdaptParams};

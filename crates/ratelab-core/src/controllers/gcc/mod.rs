@@ -46,7 +46,7 @@ pub mod trendline;
 #[cfg(test)]
 mod tests;
 
-use super::BuildContext;
+use crate::controller::BuildContext;
 use crate::controller::{Constraints, Controller, Diagnostics, PacketResult, SentPacket, TransportFeedback, Update};
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use acked_bitrate::AckedRate;

@@ -12,7 +12,7 @@ pub mod features;
 pub mod model;
 
 use super::r3net::{self, RateFollower};
-use super::{BuildContext, Built};
+use crate::controller::{BuildContext, Built};
 use crate::controller::{ReceivedPacket, ReceiverEstimator};
 use crate::error::ConfigError;
 use crate::units::{Bitrate, Duration, Time};

@@ -20,7 +20,7 @@ use super::monitor::MonitorInterval;
 use super::utility::{utility, MiStats, UtilityKind, UtilityParams};
 use crate::controller::{Constraints, Controller, Diagnostics, SentPacket, TransportFeedback, Update};
 use crate::controllers::common::{max_recv_time, packet_rtt};
-use crate::controllers::BuildContext;
+use crate::controller::BuildContext;
 use crate::units::{Bitrate, Duration, Time};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

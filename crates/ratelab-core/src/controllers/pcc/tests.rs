@@ -6,7 +6,7 @@ use super::monitor::MonitorInterval;
 use super::utility::UtilityKind;
 use crate::controller::{Constraints, Controller, Diagnostics, PacketResult, SentPacket, TransportFeedback};
 use crate::controllers::testkit::Harness;
-use crate::controllers::BuildContext;
+use crate::controller::BuildContext;
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use proptest::prelude::*;
 

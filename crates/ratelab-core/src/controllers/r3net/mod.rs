@@ -19,7 +19,7 @@
 pub mod features;
 pub mod policy;
 
-use crate::controller::{Constraints, Controller, ReceivedPacket, ReceiverEstimator, TransportFeedback, Update};
+use crate::controller::{BuildContext, Built, Constraints, Controller, ReceivedPacket, ReceiverEstimator, TransportFeedback, Update};
 use crate::error::ConfigError;
 use crate::units::{Bitrate, Duration, Time};
 use features::{Observation, WindowFeatures};
@@ -210,18 +210,18 @@ impl Controller for RateFollower {
 }
 
 /// The model the configuration names (read through the driver's file reader), or `embedded`.
-fn model_bytes(cfg: &R3NetConfig, cx: &super::BuildContext, embedded: &'static [u8]) -> Result<std::borrow::Cow<'static, [u8]>, ConfigError> {
+fn model_bytes(cfg: &R3NetConfig, cx: &BuildContext, embedded: &'static [u8]) -> Result<std::borrow::Cow<'static, [u8]>, ConfigError> {
     if cfg.model.is_empty() { return Ok(std::borrow::Cow::Borrowed(embedded)); }
     let read = cx.read_file.as_ref().ok_or_else(|| ConfigError::new("model", "this driver cannot read model files"))?;
     read(&cfg.model).map(std::borrow::Cow::Owned).map_err(|e| ConfigError::new("model", format!("cannot read '{}': {e}", cfg.model)))
 }
 
 /// Build both halves (registry entry `r3net`: the shipped linear-mapping model by default).
-pub fn build(cfg: R3NetConfig, cx: &super::BuildContext) -> Result<super::Built, ConfigError> { build_with(cfg, cx, SHIPPED_MODEL) }
+pub fn build(cfg: R3NetConfig, cx: &BuildContext) -> Result<Built, ConfigError> { build_with(cfg, cx, SHIPPED_MODEL) }
 
 /// Build both halves with `embedded` as the model when `cfg.model` is empty. The mapping comes
 /// from the parameters and the model's metadata ([`TrainedMapping::resolve`]).
-pub fn build_with(cfg: R3NetConfig, cx: &super::BuildContext, embedded: &'static [u8]) -> Result<super::Built, ConfigError> {
+pub fn build_with(cfg: R3NetConfig, cx: &BuildContext, embedded: &'static [u8]) -> Result<Built, ConfigError> {
     let seed = cx.seed;
     if !(cfg.pacing_factor.is_finite() && cfg.pacing_factor >= 1.0) { return Err(ConfigError::new("pacing_factor", "must be ≥ 1")); }
     let bytes = model_bytes(&cfg, cx, embedded)?;
@@ -229,7 +229,7 @@ pub fn build_with(cfg: R3NetConfig, cx: &super::BuildContext, embedded: &'static
     let policy = R3NetPolicy::load(&bytes).map_err(|e| ConfigError::new("model", format!("{what}: {e}")))?;
     let trained = TrainedMapping::from_policy(&policy).map_err(|e| ConfigError::new("model", format!("{what}: {e}")))?;
     let mapping = trained.resolve(&cfg)?;
-    Ok(super::Built { sender: Box::new(RateFollower::new(cfg.pacing_factor)), receiver: Some(Box::new(R3NetEstimator::new(policy, mapping, cfg.sample.then_some(seed)))) })
+    Ok(Built { sender: Box::new(RateFollower::new(cfg.pacing_factor)), receiver: Some(Box::new(R3NetEstimator::new(policy, mapping, cfg.sample.then_some(seed)))) })
 }
 
 #[cfg(test)]
@@ -310,7 +310,7 @@ mod tests {
     #[test]
     fn build_runs_the_mapping_the_model_records() {
         let b: &'static [u8] = Box::leak(with_metadata(SHIPPED_MODEL, &[(META_MAPPING, "log")]).into_boxed_slice());
-        let cx = super::super::BuildContext { seed: 1, fair_share: None, read_file: None, external: None };
+        let cx = crate::controller::BuildContext { seed: 1, fair_share: None, read_file: None, external: None };
         let mut built = build_with(R3NetConfig { sample: false, ..Default::default() }, &cx, b).unwrap();
         let mut lin = build(R3NetConfig { sample: false, ..Default::default() }, &cx).unwrap();
         // same weights, same first action μ (the first window: no packets, interval feature 5): log mapping 10 · 800^μ vs linear 8000 · μ
