@@ -131,6 +131,23 @@ def test_closed_loop_runs_and_is_reproducible(models, name):
     assert 30 < a["throughput_kbps"] < 1600
 
 
+def test_challenge_model_without_audio_stops_with_one_line_saying_how(cli, core, models, tmp_path):
+    """A model of the challenge's stateful shape was trained on calls with the challenge's
+    32 kbit/s audio; run on a flow without audio it degenerates (the published baseline: 13 %
+    utilization on rmcat-5.1), so the run stops and says how to add the audio or opt out."""
+    lstm = str(models["lstm"])
+    with pytest.raises(_core.ConfigError) as e:
+        _core.Simulation(_scenario("onnx", {"model": lstm}, audio_kbps=0.0), 1)
+    assert "audio_kbps=32" in str(e.value) and "without_audio" in str(e.value)
+    _run(_scenario("onnx", {"model": lstm, "without_audio": True}, duration_s=2))  # opted out: runs
+    _run(_scenario("onnx", {"model": str(models["mlp"])}, duration_s=2))  # a stateless model: no claim about audio
+    r = cli("run", "rmcat-5.1", "-c", "onnx", "-p", f"onnx.model={lstm}", "--set", "duration_s=2", "--out", str(tmp_path / "a"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--set flows.N.media.audio_kbps=32" in r.stderr
+    r = cli("run", "rmcat-5.1", "-c", "onnx", "-p", f"onnx.model={lstm}", "--set", "duration_s=2", "--set",
+            "flows.0.media.audio_kbps=32", "--no-packets", "-q", "--out", str(tmp_path / "b"))
+    assert r.returncode == 0, r.stderr
+
+
 def test_onnx_with_an_r3net_model_runs_as_r3net(tmp_path):
     shipped = Path(__file__).resolve().parents[2] / "python" / "ratelab" / "models" / "r3net.onnx"
     a = _run(_scenario("onnx", {"model": str(shipped)}))

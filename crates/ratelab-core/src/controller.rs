@@ -196,6 +196,9 @@ pub struct BuildContext {
     /// Controllers built outside the core (e.g. Python classes, by the binding), tried for a
     /// name the registry does not know. Keeps the core free of any foreign runtime.
     pub external: Option<ExternalFactory>,
+    /// The audio stream of the flow the controller will run on (kbit/s; 0: none), when the
+    /// driver knows it: a learned estimator trained with audio checks that it gets audio.
+    pub audio_kbps: Option<f64>,
 }
 
 /// Reads a whole file by path; the error is a message for the user.
@@ -206,7 +209,7 @@ pub type FileReader = Arc<dyn Fn(&str) -> Result<Vec<u8>, String> + Send + Sync>
 pub type ExternalFactory = Arc<dyn Fn(&str, &serde_json::Value, &BuildContext) -> Option<Result<Built, ConfigError>> + Send + Sync>;
 
 impl BuildContext {
-    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None, read_file: None, external: None } }
+    pub fn new(seed: u64) -> Self { BuildContext { seed, fair_share: None, read_file: None, external: None, audio_kbps: None } }
 }
 
 /// A constructed controller: the sender part, plus a receiver part for receiver-side estimators.

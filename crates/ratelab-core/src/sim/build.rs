@@ -188,6 +188,7 @@ pub fn build_simulation_ext(sc: &Scenario, seed: u64, controller_override: Optio
                 cx.read_file = read_file.clone();
                 cx.external = external.clone();
                 cx.fair_share = Some(fair_share(capacities[dir.index()].clone(), windows.clone(), dir));
+                cx.audio_kbps = Some(fc.media.audio_kbps);
                 FlowState::Media(Box::new(build_media_flow(fc, &field, &controller_name, &params, &cx, seed, id as u64)?))
             }
             FlowKind::Tcp => {

@@ -30,10 +30,18 @@ pub struct OnnxConfig {
     pub interval_ms: f64,
     /// Pacing rate as a multiple of the estimate (GCC convention: 1.1).
     pub pacing_factor: f64,
+    /// Run a model of the challenge's stateful signature on a flow without audio. Off by
+    /// default: such a model saw the challenge's audio stream in every call it was trained on,
+    /// and without it the observation's audio features are always 0 (the challenge's baseline
+    /// then holds 13 % utilization on rmcat-5.1, 81 % with `media.audio_kbps = 32`).
+    pub without_audio: bool,
 }
 
+/// The audio rate of the challenge's calls (Opus at 32 kbit/s, 20 ms frames: 50 packets/s).
+pub const CHALLENGE_AUDIO_KBPS: f64 = 32.0;
+
 impl Default for OnnxConfig {
-    fn default() -> Self { OnnxConfig { model: String::new(), interval_ms: 60.0, pacing_factor: 1.1 } }
+    fn default() -> Self { OnnxConfig { model: String::new(), interval_ms: 60.0, pacing_factor: 1.1, without_audio: false } }
 }
 
 /// The receiver half: observation → model → estimate.
@@ -68,12 +76,16 @@ impl ReceiverEstimator for OnnxEstimator {
 
 /// Build both halves (registry entry `onnx`).
 pub fn build(cfg: OnnxConfig, cx: &BuildContext) -> Result<Built, ConfigError> {
-    if cfg.model.is_empty() { return Err(ConfigError::new("model", "required: the path of an ONNX model (e.g. --set flows.0.params.model=my.onnx)")); }
+    if cfg.model.is_empty() { return Err(ConfigError::new("model", "required: the path of an ONNX model (e.g. -p onnx.model=my.onnx)")); }
     if !(cfg.interval_ms.is_finite() && (1.0..=10_000.0).contains(&cfg.interval_ms)) { return Err(ConfigError::new("interval_ms", "must be in [1, 10000]")); }
     if !(cfg.pacing_factor.is_finite() && cfg.pacing_factor >= 1.0) { return Err(ConfigError::new("pacing_factor", "must be ≥ 1")); }
     let read = cx.read_file.as_ref().ok_or_else(|| ConfigError::new("model", "this driver cannot read model files"))?;
     let bytes = read(&cfg.model).map_err(|e| ConfigError::new("model", format!("cannot read '{}': {e}", cfg.model)))?;
     match OnnxEstimatorModel::load(&bytes).map_err(|e| ConfigError::new("model", format!("{}: {e}", cfg.model)))? {
+        Some(m) if m.is_challenge_stateful() && cx.audio_kbps == Some(0.0) && !cfg.without_audio => Err(ConfigError::new("model", format!(
+            "{} has the MMSys'24 challenge's signature, trained with its {CHALLENGE_AUDIO_KBPS} kbit/s audio stream, and this \
+             flow sends no audio: add it (--set flows.N.media.audio_kbps={CHALLENGE_AUDIO_KBPS}) or run without it anyway \
+             (-p onnx.without_audio=true)", cfg.model))),
         Some(m) => Ok(Built {
             sender: Box::new(RateFollower::new(cfg.pacing_factor)),
             receiver: Some(Box::new(OnnxEstimator::new(m, Duration::from_ms_f64(cfg.interval_ms)))),

@@ -42,6 +42,12 @@ pub struct OnnxEstimatorModel {
     c: Vec<f32>,
 }
 
+impl OnnxEstimatorModel {
+    /// The MMSys'24 challenge's own signature (observation, hidden and cell state): a model of the
+    /// challenge, trained on calls that always carried its audio stream.
+    pub fn is_challenge_stateful(&self) -> bool { matches!(self.sig, Signature::Stateful { .. }) }
+}
+
 impl std::fmt::Debug for OnnxEstimatorModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { write!(f, "OnnxEstimatorModel({:?})", self.sig) }
 }

@@ -310,7 +310,7 @@ mod tests {
     #[test]
     fn build_runs_the_mapping_the_model_records() {
         let b: &'static [u8] = Box::leak(with_metadata(SHIPPED_MODEL, &[(META_MAPPING, "log")]).into_boxed_slice());
-        let cx = crate::controller::BuildContext { seed: 1, fair_share: None, read_file: None, external: None };
+        let cx = crate::controller::BuildContext::new(1);
         let mut built = build_with(R3NetConfig { sample: false, ..Default::default() }, &cx, b).unwrap();
         let mut lin = build(R3NetConfig { sample: false, ..Default::default() }, &cx).unwrap();
         // same weights, same first action μ (the first window: no packets, interval feature 5): log mapping 10 · 800^μ vs linear 8000 · μ
