@@ -136,7 +136,9 @@ class _Native:
 
 
 #: The child process of the standalone emulator: runs it, prints its statistics as JSON.
-_CHILD = "import json, sys; import ratelab._core as c; print(json.dumps(c.emulate(sys.argv[1], sys.argv[2], sys.argv[3])))"
+#: SIGINT gets Python's handler even when the parent ignores it (a suite run in the background).
+_CHILD = ("import json, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); import ratelab._core as c; "
+          "print(json.dumps(c.emulate(sys.argv[1], sys.argv[2], sys.argv[3])))")
 
 
 class _Standalone:

@@ -308,7 +308,7 @@ def _write(run_dir, sinks, series_parts, packets, flows, sc, o, browser, stats, 
         "field_trials": o.field_trials, "options": asdict(o),
         "flows": [{"id": f["id"], "label": f["label"], "page": f.get("page"), "selected_pair": selected.get(f["id"]),
                    "cpu_limited_fraction": pf["cpu_limited_fraction"]} for f, pf in zip(flows, per_flow)],
-        "emulator": {"kind": type(emu).__name__.strip("_").lower(), "packet_record": "full" if emu.has_packet_record else
+        "emulator": {"kind": type(emu).__name__.strip("_").lower(), "listen": emu.local_addr(), "packet_record": "full" if emu.has_packet_record else
                      "arrivals only (no per-packet queuing delay, delivery or drop)", "stats": stats},
         "host": {"cpus": os.cpu_count(), "loadavg": list(os.getloadavg())},
     }
