@@ -245,8 +245,9 @@ SMALL = dict(width=320, height=180, fps=15)
 @needs_browser
 def test_real_call_goes_through_the_emulator_and_counts_agree(tmp_path):
     run_dir = tmp_path / "chromium"
-    res = run_browser(scenario(8.0), out_dir=run_dir, options=BrowserOptions(**SMALL, complexity=1.0, max_kbps=800))
+    res = run_browser(scenario(8.0), out_dir=run_dir, options=BrowserOptions(**SMALL, complexity=1.0, max_kbps=800, codec="VP9"))
     f = res.flows[0]
+    assert f["codec"] == "VP9"  # setCodecPreferences took
     prov = json.loads((run_dir / "browser.json").read_text())
     stats = prov["emulator"]["stats"]
     data = stats["routes"][0]["data"]

@@ -223,7 +223,11 @@
     const out = {flow: id, t_ms: Date.now()};
     const pairOf = (st) => { let p = null; st.forEach((r) => { if (r.type === 'transport' && r.selectedCandidatePairId) p = st.get(r.selectedCandidatePairId); }); return p; };
     ss.forEach((r) => {
-      if (r.type === 'outbound-rtp' && r.kind === 'video') out.out = pick(r, OUT);
+      if (r.type === 'outbound-rtp' && r.kind === 'video') {
+        out.out = pick(r, OUT);
+        const c = r.codecId && ss.get(r.codecId);
+        if (c) out.out.codec = c.mimeType.replace(/^video\//, '');
+      }
       if (r.type === 'remote-inbound-rtp' && r.kind === 'video') out.remote_in = pick(r, ['roundTripTime', 'packetsLost', 'fractionLost', 'jitter']);
     });
     rs.forEach((r) => { if (r.type === 'inbound-rtp' && r.kind === 'video') out.in = pick(r, IN); });

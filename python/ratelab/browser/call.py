@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import InputError
 
+ORIGIN = "https://ratelab.invalid"
 PAGE = "<!doctype html><html><head><title>ratelab call</title></head><body></body></html>"
 
 
@@ -51,7 +52,10 @@ class Call:
 
     def __init__(self, browser):
         self.page = browser.new_page()
-        self.page.set_content(PAGE)
+        # Served at an https URL (by Playwright, nothing leaves the host): a secure context, which
+        # getUserMedia (the y4m source) needs and about:blank is not.
+        self.page.route(ORIGIN + "/**", lambda route: route.fulfill(status=200, content_type="text/html", body=PAGE))
+        self.page.goto(ORIGIN + "/call.html")
         js = resources.files("ratelab.browser").joinpath("call.js").read_text(encoding="utf-8")
         self.page.add_script_tag(content=js)
 

@@ -191,7 +191,7 @@ def flow_summary(info: dict[str, Any], last: dict[str, Any] | None, route: dict[
         "nack_count": int(_g(o, "nackCount", 0.0)), "pli_count": int(_g(o, "pliCount", 0.0)),
         "rtp_packets_lost": int(_g(i, "packetsLost", 0.0)),
         "frame_width": _g(o, "frameWidth", 0.0), "frame_height": _g(o, "frameHeight", 0.0),
-        "encoder": o.get("encoderImplementation"),
+        "codec": o.get("codec"), "encoder": o.get("encoderImplementation"),
     }
     if two_way:
         rl = int(sum(int(fb.get(k, 0) or 0) for k in ("random_drops", "queue_drops", "overflow_drops")))

@@ -134,7 +134,10 @@ def run_browser(scenario: Scenario | str | Path, *, seed: int = 1, out_dir: str 
     except BaseException as exc:
         _cleanup(browser, emu, sinks, run_dir)
         if _is_playwright_error(exc):
-            raise InputError("chromium", "", f"the browser crashed or closed mid-run ({one_line(str(exc), 160)})") from None
+            msg = one_line(str(exc), 200)
+            if "closed" in msg or "crash" in msg.lower():
+                raise InputError("chromium", "", f"the browser crashed or closed mid-run ({msg})") from None
+            raise InputError("browser", "", f"the call page failed: {msg}") from None
         raise
 
 
