@@ -194,7 +194,7 @@ def test_capacity_of_steps_and_its_mean():
 
 def test_flow_summary_keys_counts_and_cpu_flag():
     info = {"id": 0, "label": "media0", "kind": "media", "direction": "forward", "controller": "chromium", "start_s": 0.0, "stop_s": 10.0}
-    last = sample(0, 100_000, 100, 90_000, 90, out={"qualityLimitationDurations": {"none": 9.0, "cpu": 1.0, "bandwidth": 0.0}},
+    last = sample(0, 100_000, 100, 90_000, 90, out={"qualityLimitationDurations": {"none": 9.0, "cpu": 1.0, "bandwidth": 0.0}, "framesEncoded": 250},
                   **{"in": {"freezeCount": 2, "totalFreezesDuration": 0.5, "framesDecoded": 290}})
     route = {"data": {"queue_drops": 3, "random_drops": 1, "delay_ms": {"n": 5, "mean": 60.0, "p50": 55.0, "p95": 90.0},
                       "queue_delay_ms": {"n": 5, "mean": 10.0, "p95": 30.0}},
@@ -209,6 +209,7 @@ def test_flow_summary_keys_counts_and_cpu_flag():
     assert (f["freeze_count"], f["freeze_ratio"], f["frames_rendered"]) == (2, 0.05, 290)
     assert (f["return_packets_sent"], f["return_packets_lost"], f["return_loss_rate"]) == (50, 1, 0.02)
     assert f["cpu_limited_fraction"] == pytest.approx(0.1) and f["cpu_limited"] is True
+    assert f["encoded_fps"] == 25.0 and f["frames_encoded"] == 250
     last["out"]["qualityLimitationDurations"] = {"none": 99.0, "cpu": 1.0}
     assert metrics.flow_summary(info, last, route, 1000.0, two_way=False)["cpu_limited"] is False
 
