@@ -328,3 +328,45 @@ def test_ctrl_c_exits_130_and_leaves_nothing(tmp_path):
     time.sleep(1.0)
     left = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()
     assert left == []
+
+
+@needs_browser
+def test_several_flows_both_ways_through_an_emulator_with_routes(tmp_path, monkeypatch):
+    """Against a stand-in for the routed emulator (``emulator_start``; tests/python/fake_emulator.py:
+    delays only): every flow of the scenario, forward and reverse, is its own call through it, and
+    the per-packet record fills the delay columns."""
+    from fake_emulator import FakeCore
+
+    monkeypatch.setattr(emulator, "core", lambda: FakeCore)
+    sc = Scenario({"name": "two-way", "duration_s": 6.0,
+                   "link": {"capacity_kbps": 2000, "delay_ms": 5}, "reverse_link": {"capacity_kbps": 2000, "delay_ms": 5},
+                   "flows": [{"kind": "media", "count": 2, "one_way_delay_ms": 20},
+                             {"kind": "media", "direction": "reverse", "one_way_delay_ms": 10}]}, source="two-way.toml")
+    run_dir = tmp_path / "chromium"
+    res = run_browser(sc, out_dir=run_dir, options=BrowserOptions(width=160, height=90, fps=10, max_kbps=300))
+    stats = FakeCore.handles[-1]
+    prov = json.loads((run_dir / "browser.json").read_text())
+    port = int(prov["emulator"]["listen"].rsplit(":", 1)[1])
+    assert [f["label"] for f in res.flows] == ["media0", "media1", "media2"]
+    assert [f["direction"] for f in res.flows] == ["forward", "forward", "reverse"]
+    assert res.reverse_link is not None
+    # Datagrams from no route: only connectivity checks from the senders' other host candidates
+    # (each sender pairs all of them with the emulator's address; those pairs just fail).
+    others = {(c["ip"], c["port"]) for pf in prov["flows"] for c in pf["candidates"]["sender"]}
+    assert stats.foreign_src <= others
+    for f, pf, route in zip(res.flows, prov["flows"], prov["emulator"]["stats"]["routes"]):
+        assert pf["selected_pair"]["sender"]["remote"]["port"] == pf["selected_pair"]["receiver"]["remote"]["port"] == port
+        assert f["packets_sent"] > 20
+        assert 0 <= route["data"]["arrived_packets"] - f["packets_sent"] <= 0.05 * f["packets_sent"] + 30
+        assert route["feedback"]["arrived_packets"] > 0  # RTCP came back through it too
+        assert f["return_packets_sent"] == route["feedback"]["arrived_packets"]
+    import pyarrow.parquet as pq
+    s = pq.read_table(run_dir / "series.parquet")
+    flow, owd = s.column("flow").to_numpy(), s.column("owd_ms").to_numpy()
+    # One-way delay = the route's data delay (the stand-in delivers exactly on time): link 5 ms
+    # + 20 (forward) or + 10 (reverse).
+    for fid, want in ((0, 25.0), (1, 25.0), (2, 15.0)):
+        assert np.nanmedian(owd[flow == fid]) == pytest.approx(want, abs=0.01), fid
+    p = pq.read_table(run_dir / "packets.parquet")
+    assert set(p.column("flow").to_numpy()) == {0, 1, 2}
+    assert np.isfinite(p.column("recv_s").to_numpy()).all()

@@ -115,9 +115,10 @@ class _Native:
             self._h = mod.emulator_start(f"{listen_ip}:0", json.dumps(routes), json.dumps(options))
         except core_errors() as exc:
             raise from_core(exc, "scenario") from None
+        self._addr = str(self._h.local_addr())  # still known once stopped (provenance)
 
     def local_addr(self) -> str:
-        return str(self._h.local_addr())
+        return self._addr
 
     def drain_packets(self) -> dict[str, np.ndarray]:
         cols = dict(self._h.drain_packets())

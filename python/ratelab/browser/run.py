@@ -174,7 +174,7 @@ def _call(sc: Scenario, flows: list[dict[str, Any]], o: BrowserOptions, seed: in
                "max_kbps": o.max_kbps or media.get("max_kbps", 5000.0), "start_kbps": o.start_kbps or media.get("start_kbps", 300.0),
                "min_kbps": o.min_kbps or media.get("min_kbps", 150.0)}
         f["page"] = cfg
-        cands = call.setup(cfg)
+        f["candidates"] = cands = call.setup(cfg)
         hosts.append((host_candidate(cands["sender"], "sender"), host_candidate(cands["receiver"], "receiver")))
     routes = [{"sender": f"{s['ip']}:{s['port']}", "receiver": f"{r['ip']}:{r['port']}", "direction": f["direction"],
                "data_delay_ms": f["data_delay_ms"], "return_delay_ms": f["return_delay_ms"]} for f, (s, r) in zip(flows, hosts)]
@@ -192,6 +192,7 @@ def _call(sc: Scenario, flows: list[dict[str, Any]], o: BrowserOptions, seed: in
         active: list[dict[str, Any]] = []
         samples: list[dict[str, Any]] = []
         selected: dict[int, Any] = {}
+        chunks: list[dict[str, np.ndarray]] = []
         crashed = False
         while now() < sc.duration_s:
             while pending and pending[0]["start_s"] <= now():
@@ -210,14 +211,17 @@ def _call(sc: Scenario, flows: list[dict[str, Any]], o: BrowserOptions, seed: in
                 with contextlib.suppress(Exception):
                     browser.browser.new_browser_cdp_session().send("Browser.crash")
             samples.extend(s for s in call.drain() if "error" not in s)
+            chunks.append(emu.drain_packets())
             time.sleep(min(0.2, max(0.0, sc.duration_s - now())))
         for f in active:
             _finish(call, f, samples)
         samples.extend(s for s in call.drain() if "error" not in s)
         call.close()
         time.sleep(0.2)  # packets in flight reach the emulator's record
+        chunks.append(emu.drain_packets())
         stats = emu.stop()
-        packets = emu.drain_packets()
+        chunks.append(emu.drain_packets())
+        packets = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[-1]}
         return emu, (stats, samples, packets, selected)
     except BaseException:
         with contextlib.suppress(Exception):
@@ -315,7 +319,8 @@ def _write(run_dir, sinks, series_parts, packets, flows, sc, o, browser, stats, 
     prov = {
         "browser": {"path": str(browser.path), "version": browser.version, "flags": browser.flags},
         "field_trials": o.field_trials, "options": asdict(o),
-        "flows": [{"id": f["id"], "label": f["label"], "page": f.get("page"), "selected_pair": selected.get(f["id"]),
+        "flows": [{"id": f["id"], "label": f["label"], "page": f.get("page"), "candidates": f.get("candidates"),
+                   "selected_pair": selected.get(f["id"]),
                    "cpu_limited_fraction": pf["cpu_limited_fraction"]} for f, pf in zip(flows, per_flow)],
         "emulator": {"kind": type(emu).__name__.strip("_").lower(), "listen": emu.local_addr(), "packet_record": "full" if emu.has_packet_record else
                      "arrivals only (no per-packet queuing delay, delivery or drop)", "stats": stats},
