@@ -99,6 +99,16 @@ def empty_packets() -> dict[str, np.ndarray]:
     return read_pcap(Path("/nonexistent"), 0.0, [])
 
 
+def _udp_port_bound(port: int) -> bool:
+    """Whether some socket holds UDP ``port`` (/proc/net/udp; looking does not take it, as a
+    test bind would for an instant)."""
+    try:
+        lines = Path("/proc/net/udp").read_text().splitlines()[1:]
+    except OSError:
+        return True  # cannot tell: go on (ICE retries its checks anyway)
+    return any(int(line.split()[1].rsplit(":", 1)[1], 16) == port for line in lines if len(line.split()) > 1)
+
+
 def _addr(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     return host.strip("[]"), int(port)
@@ -173,10 +183,20 @@ class _Standalone:
         self._proc = subprocess.Popen([sys.executable, "-c", _CHILD, self._listen, r["receiver"], json.dumps(opts)],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self._stats: dict[str, Any] | None = None
-        time.sleep(0.3)  # the child imports the extension and binds
-        if self._proc.poll() is not None:
-            _out, err = self._proc.communicate()
-            raise InputError("emulator", "", (err.strip().splitlines() or ["the emulator exited"])[-1])
+        self._wait_bound(listen_ip, int(self._listen.rsplit(":", 1)[1]))
+
+    def _wait_bound(self, ip: str, port: int, timeout_s: float = 15.0) -> None:
+        """Until the child holds the port (it imports the extension first), or says why not."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            if self._proc.poll() is not None:
+                _out, err = self._proc.communicate()
+                raise InputError("emulator", "", (err.strip().splitlines() or ["the emulator exited"])[-1])
+            if _udp_port_bound(port):
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise InputError("emulator", "", f"the emulator did not bind {ip}:{port} within {timeout_s:g} s")
 
     def local_addr(self) -> str:
         return self._listen

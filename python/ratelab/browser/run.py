@@ -121,9 +121,9 @@ def run_browser(scenario: Scenario | str | Path, *, seed: int = 1, out_dir: str 
         flags.append(f"--use-file-for-fake-video-capture={Path(o.y4m).resolve()}")
     if progress:
         print(f"browser: {sc.name} · {name}: {sc.duration_s:g} s in real time ...", file=sys.stderr, flush=True)
-    browser = chromium.launch(flags)
-    emu, sinks, t_wall = None, {}, time.perf_counter()
+    browser, emu, sinks, t_wall = None, None, {}, time.perf_counter()
     try:
+        browser = chromium.launch(flags)
         emu, record = _call(sc, flows, o, seed, browser)
         stats, samples, packets, selected = record
         browser.close()
@@ -148,7 +148,8 @@ def _is_playwright_error(exc: BaseException) -> bool:
 
 
 def _cleanup(browser, emu, sinks: dict[str, ParquetSink], run_dir: Path | None) -> None:
-    browser.close()
+    if browser is not None:
+        browser.close()
     if emu is not None:
         with contextlib.suppress(Exception):
             emu.stop()
