@@ -79,7 +79,7 @@ def main() -> None:
         f = res.flows[0]
         print(f"{w}x{h}@{fps or 30}: load(1 min) before {load:.2f}; browser+driver+emulator CPU {peak['cpu']:.1f} s over {wall:.1f} s "
               f"wall = {peak['cpu'] / wall:.2f} cores; cpu-limited {f['cpu_limited_fraction']:.0%} of the time; "
-              f"sent {f['frame_width']:.0f}x{f['frame_height']:.0f} at the end, {f['frames_encoded'] / a.duration:.1f} frames/s encoded, "
+              f"sent {f['frame_width']:.0f}x{f['frame_height']:.0f} at the end, {f['source_fps']:.1f} frames/s from the source, {f['encoded_fps']:.1f} encoded, "
               f"throughput {f['throughput_kbps']:.0f} kbit/s; quality limitation s {f['quality_limitation_s']}", flush=True)
 
 

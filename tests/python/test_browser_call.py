@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import signal
 import socket
 import struct
@@ -15,7 +14,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -210,6 +208,8 @@ def test_flow_summary_keys_counts_and_cpu_flag():
     assert (f["return_packets_sent"], f["return_packets_lost"], f["return_loss_rate"]) == (50, 1, 0.02)
     assert f["cpu_limited_fraction"] == pytest.approx(0.1) and f["cpu_limited"] is True
     assert f["encoded_fps"] == 25.0 and f["frames_encoded"] == 250
+    last["source"] = {"frames": 280}
+    assert metrics.flow_summary(info, last, route, 1000.0, two_way=False)["source_fps"] == 28.0
     last["out"]["qualityLimitationDurations"] = {"none": 99.0, "cpu": 1.0}
     assert metrics.flow_summary(info, last, route, 1000.0, two_way=False)["cpu_limited"] is False
 
@@ -269,6 +269,7 @@ def test_real_call_goes_through_the_emulator_and_counts_agree(tmp_path):
     assert res.link["capacity_kbps_mean"] == 1000.0
     assert 0.2 < f["utilization"] < 1.0
     assert f["owd_ms_p50"] >= 25.0 and f["frames_rendered"] > 0 and f["frame_width"] == 320
+    assert 0 < f["encoded_fps"] <= f["source_fps"] <= 15.5
     # Outputs: the simulator's series columns (and the browser's), the emulator's RTP packets.
     import pyarrow.parquet as pq
     s = pq.read_table(run_dir / "series.parquet")

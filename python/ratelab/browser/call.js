@@ -228,6 +228,7 @@
         const c = r.codecId && ss.get(r.codecId);
         if (c) out.out.codec = c.mimeType.replace(/^video\//, '');
       }
+      if (r.type === 'media-source' && r.kind === 'video') out.source = pick(r, ['frames', 'framesPerSecond', 'width', 'height']);
       if (r.type === 'remote-inbound-rtp' && r.kind === 'video') out.remote_in = pick(r, ['roundTripTime', 'packetsLost', 'fractionLost', 'jitter']);
     });
     rs.forEach((r) => { if (r.type === 'inbound-rtp' && r.kind === 'video') out.in = pick(r, IN); });

@@ -185,6 +185,9 @@ def flow_summary(info: dict[str, Any], last: dict[str, Any] | None, route: dict[
         "cpu_limited_fraction": cpu,
         "cpu_limited": cpu > CPU_LIMITED_FRACTION,
         "quality_limitation_s": {k: float(v) for k, v in (o.get("qualityLimitationDurations") or {}).items()},
+        # Frames the source delivered to the encoder per second (media-source stats): below the
+        # asked rate when the page itself was starved of CPU, which qualityLimitationReason misses.
+        "source_fps": _g((last or {}).get("source"), "frames", 0.0) / active if active > 0 else 0.0,
         "encoded_fps": _g(o, "framesEncoded", 0.0) / active if active > 0 else 0.0,
         "frames_encoded": int(_g(o, "framesEncoded", 0.0)), "key_frames": int(_g(o, "keyFramesEncoded", 0.0)),
         "frames_decoded": int(_g(i, "framesDecoded", 0.0)), "frames_dropped": int(_g(i, "framesDropped", 0.0)),

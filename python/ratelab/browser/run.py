@@ -16,7 +16,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from . import chromium, emulator, metrics
 from .call import Call, check_through, host_candidate
 
 CODECS = ("VP8", "VP9", "AV1", "H264")
-#: Below this share of the asked frame rate encoded, the run warns that the host was too busy.
+#: Below this share of the asked frame rate from the source, the run warns that the host was too busy.
 STARVED = 0.8
 
 
@@ -277,10 +277,10 @@ def _results(sc, flows, o, browser, emu, stats, samples, packets, selected, run_
         worst = max(f["cpu_limited_fraction"] for f in per_flow)
         print(f"warning: {name}: the browser was CPU-limited {worst:.0%} of the time (qualityLimitationReason cpu); "
               "its rates reflect this host, not the network", file=sys.stderr)
-    if not o.y4m and any(f["encoded_fps"] < STARVED * o.fps for f in per_flow):
-        slow = min(f["encoded_fps"] for f in per_flow)
-        print(f"warning: {name}: {slow:.1f} frames/s encoded of the {o.fps:g} drawn: the host may be too busy for this call "
-              "(qualityLimitationReason does not see a starved source)", file=sys.stderr)
+    if not o.y4m and any(f["source_fps"] < STARVED * o.fps for f in per_flow):
+        slow = min(f["source_fps"] for f in per_flow)
+        print(f"warning: {name}: the page delivered {slow:.1f} frames/s of the {o.fps:g} asked: the host was too busy for this "
+              "call (qualityLimitationReason does not see a starved source)", file=sys.stderr)
     return res
 
 
