@@ -279,6 +279,8 @@ def test_real_call_goes_through_the_emulator_and_counts_agree(tmp_path):
     p = pq.read_table(run_dir / "packets.parquet")
     assert 0.9 * f["packets_sent"] <= p.num_rows <= data["arrived_packets"]
     assert prov["browser"]["version"].startswith("Chromium") and "--disable-features=WebRtcHideLocalIpsWithMdns" in prov["browser"]["flags"]
+    meta = json.loads(s.schema.metadata[b"ratelab.browser"])
+    assert meta["version"] == prov["browser"]["version"] and meta["options"]["codec"] == "VP9"
 
 
 @needs_browser

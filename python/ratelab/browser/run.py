@@ -106,11 +106,13 @@ def expand_flows(sc: Scenario, controller: str) -> list[dict[str, Any]]:
 
 
 def run_browser(scenario: Scenario | str | Path, *, seed: int = 1, out_dir: str | Path | None = None,
-                options: BrowserOptions | None = None, progress: bool = False, name: str = "chromium") -> RunResult:
+                options: BrowserOptions | None = None, progress: bool = False, name: str = "chromium",
+                metadata: dict[str, str] | None = None) -> RunResult:
     """Run ``scenario`` once as a Chromium call (``duration_s`` of real time); ``out_dir`` is this
     run's folder. Raises :class:`InputError` for bad input, a missing browser, a crash or media
     that bypassed the emulator, and :class:`ratelab.runner.Interrupted` on Ctrl-C; a run that did
-    not finish leaves no files behind."""
+    not finish leaves no files behind. ``metadata``: key/value pairs for the Parquet files (a
+    campaign's provenance); ``ratelab.browser`` (version, flags, options) is added."""
     sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     o = options or BrowserOptions()
     o.check()
@@ -128,7 +130,7 @@ def run_browser(scenario: Scenario | str | Path, *, seed: int = 1, out_dir: str 
         stats, samples, packets, selected = record
         browser.close()
         result = _results(sc, flows, o, browser, emu, stats, samples, packets, selected, run_dir, sinks, name,
-                          time.perf_counter() - t_wall)
+                          time.perf_counter() - t_wall, metadata)
         return result
     except KeyboardInterrupt:
         _cleanup(browser, emu, sinks, run_dir)
@@ -237,7 +239,7 @@ def _finish(call: Call, f: dict[str, Any], samples: list[dict[str, Any]]) -> Non
         samples.append(last)
 
 
-def _results(sc, flows, o, browser, emu, stats, samples, packets, selected, run_dir, sinks, name, wall) -> RunResult:
+def _results(sc, flows, o, browser, emu, stats, samples, packets, selected, run_dir, sinks, name, wall, metadata) -> RunResult:
     dur = sc.duration_s
     t0 = emu.t0_unix
     link, rev = sc.data.get("link") or {}, sc.data.get("reverse_link")
@@ -271,7 +273,7 @@ def _results(sc, flows, o, browser, emu, stats, samples, packets, selected, run_
                       if (f["direction"] == "forward") != (d == 0)) if rev else 0.0
         summary[key] = metrics.link_summary(st, delivered, control, cap_means[d], dur, metrics.jain_over_time(jain_in[d], dur))
     if run_dir is not None:
-        _write(run_dir, sinks, series_parts, packets, flows, sc, o, browser, stats, selected, emu, per_flow)
+        _write(run_dir, sinks, series_parts, packets, flows, sc, o, browser, stats, selected, emu, per_flow, metadata)
     res = RunResult.from_summary(summary, name=name, controller=name, wall=wall, duration=dur, dir=run_dir)
     if any(f["cpu_limited"] for f in per_flow):
         worst = max(f["cpu_limited_fraction"] for f in per_flow)
@@ -303,13 +305,15 @@ def _packet_columns(packets: dict[str, np.ndarray], flows: list[dict[str, Any]])
             "ssrc": p["rtp_ssrc"].astype(np.uint32), "payload_type": p["rtp_pt"].astype(np.uint8), "queue_ms": p["queue_ms"]}
 
 
-def _write(run_dir, sinks, series_parts, packets, flows, sc, o, browser, stats, selected, emu, per_flow) -> None:
+def _write(run_dir, sinks, series_parts, packets, flows, sc, o, browser, stats, selected, emu, per_flow, metadata) -> None:
     from ..results import write_text_atomic
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    sinks["series"] = ParquetSink(run_dir / "series.parquet")
+    meta = {**(metadata or {}), "ratelab.browser": json.dumps({"version": browser.version, "flags": browser.flags,
+                                                               "options": asdict(o)}, default=str)}
+    sinks["series"] = ParquetSink(run_dir / "series.parquet", meta)
     if sc.data.get("metrics", {}).get("packet_log", True):
-        sinks["packets"] = ParquetSink(run_dir / "packets.parquet")
+        sinks["packets"] = ParquetSink(run_dir / "packets.parquet", meta)
     joined = {k: np.concatenate([c[k] for c in series_parts]) for k in series_parts[0]}
     order = np.lexsort((joined["flow"], joined["t_s"]))
     sinks["series"].write({k: v[order] for k, v in joined.items()})
