@@ -343,8 +343,10 @@ def test_several_flows_both_ways_through_an_emulator_with_routes(tmp_path, monke
     monkeypatch.setattr(emulator, "core", lambda: FakeCore)
     sc = Scenario({"name": "two-way", "duration_s": 6.0,
                    "link": {"capacity_kbps": 2000, "delay_ms": 5}, "reverse_link": {"capacity_kbps": 2000, "delay_ms": 5},
-                   "flows": [{"kind": "media", "count": 2, "one_way_delay_ms": 20},
-                             {"kind": "media", "direction": "reverse", "one_way_delay_ms": 10}]}, source="two-way.toml")
+                   "flows": [{"kind": "media", "one_way_delay_ms": 20},
+                             {"kind": "media", "one_way_delay_ms": 20, "stop_s": 4.0},
+                             {"kind": "media", "direction": "reverse", "one_way_delay_ms": 10, "start_s": 1.5}]},
+                  source="two-way.toml")
     run_dir = tmp_path / "chromium"
     res = run_browser(sc, out_dir=run_dir, options=BrowserOptions(width=160, height=90, fps=10, max_kbps=300))
     stats = FakeCore.handles[-1]
@@ -365,7 +367,10 @@ def test_several_flows_both_ways_through_an_emulator_with_routes(tmp_path, monke
         assert f["return_packets_sent"] == route["feedback"]["arrived_packets"]
     import pyarrow.parquet as pq
     s = pq.read_table(run_dir / "series.parquet")
-    flow, owd = s.column("flow").to_numpy(), s.column("owd_ms").to_numpy()
+    flow, owd, t = s.column("flow").to_numpy(), s.column("owd_ms").to_numpy(), s.column("t_s").to_numpy()
+    # Each flow runs in its own window (start_s, stop_s).
+    assert t[flow == 0].max() > 5.5 and t[flow == 1].max() < 4.3 and t[flow == 2].min() > 1.5
+    assert (res.flows[1]["stop_s"], res.flows[2]["start_s"]) == (4.0, 1.5)
     # One-way delay = the route's data delay (the stand-in delivers exactly on time): link 5 ms
     # + 20 (forward) or + 10 (reverse).
     for fid, want in ((0, 25.0), (1, 25.0), (2, 15.0)):
