@@ -41,13 +41,14 @@ IP_UDP = 28
 PACKET_COLUMNS = ("route", "leg", "arrival_s", "size", "queue_ms", "delivered_s", "dropped", "rtp_ssrc", "rtp_seq", "rtp_pt")
 
 
-def start(listen_ip: str, routes: list[dict[str, Any]], options: dict[str, Any]):
+def start(listen_ip: str, routes: list[dict[str, Any]], options: dict[str, Any], source: str = "scenario"):
     """Start relaying ``routes`` (``sender``, ``receiver``, ``direction``, ``data_delay_ms``,
-    ``return_delay_ms``) over the links of ``options`` (EmulatorOptions); bound on ``listen_ip``."""
+    ``return_delay_ms``) over the links of ``options`` (EmulatorOptions); bound on ``listen_ip``.
+    ``source``: the scenario's name for error lines."""
     mod = core()
     if hasattr(mod, "emulator_start"):
-        return _Native(mod, listen_ip, routes, options)
-    return _Standalone(listen_ip, routes, options)
+        return _Native(mod, listen_ip, routes, options, source)
+    return _Standalone(listen_ip, routes, options, source)
 
 
 def rtp_fields(payload: bytes) -> tuple[int, int, int]:
@@ -119,12 +120,12 @@ class _Native:
 
     has_packet_record = True
 
-    def __init__(self, mod, listen_ip: str, routes: list[dict[str, Any]], options: dict[str, Any]):
+    def __init__(self, mod, listen_ip: str, routes: list[dict[str, Any]], options: dict[str, Any], source: str):
         self.t0_unix = time.time()
         try:
             self._h = mod.emulator_start(f"{listen_ip}:0", json.dumps(routes), json.dumps(options))
         except core_errors() as exc:
-            raise from_core(exc, "scenario") from None
+            raise from_core(exc, source) from None
         self._addr = str(self._h.local_addr())  # still known once stopped (provenance)
 
     def local_addr(self) -> str:
@@ -157,9 +158,9 @@ class _Standalone:
 
     has_packet_record = False
 
-    def __init__(self, listen_ip: str, routes: list[dict[str, Any]], options: dict[str, Any]):
+    def __init__(self, listen_ip: str, routes: list[dict[str, Any]], options: dict[str, Any], source: str):
         if len(routes) != 1 or routes[0].get("direction", "forward") != "forward":
-            raise InputError("scenario", "flows", "this build's emulator relays one forward flow; a browser call with several flows "
+            raise InputError(source, "flows", "this build's emulator relays one forward flow; a browser call with several flows "
                              "or a reverse flow needs `ratelab._core.emulator_start`")
         r = routes[0]
         self._routes = [(_addr(r["sender"]), _addr(r["receiver"]))]

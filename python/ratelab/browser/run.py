@@ -185,7 +185,7 @@ def _call(sc: Scenario, flows: list[dict[str, Any]], o: BrowserOptions, seed: in
                             "seed": seed}
     if sc.data.get("reverse_link"):
         opts["reverse_link"] = dict(sc.data["reverse_link"])
-    emu = emulator.start(hosts[0][0]["ip"], routes, opts)
+    emu = emulator.start(hosts[0][0]["ip"], routes, opts, sc.source)
     try:
         host, port = emulator._addr(emu.local_addr())
         t0 = emu.t0_unix
