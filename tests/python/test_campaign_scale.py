@@ -152,17 +152,17 @@ def test_views_named_finds_the_optional_views_of_a_query():
 
 
 def test_parquet_chunks_are_joined_into_the_same_table():
-    from ratelab.run.runner import _join_chunks
+    from ratelab.run.sinks import join_chunks
 
     rng = np.random.default_rng(1)
     chunks = [{"t": rng.random(n), "flow": np.arange(n, dtype=np.uint32), "lost": rng.random(n) < 0.5} for n in (3, 0, 5, 1)]
     chunks = [c for c in chunks if len(c["t"])]
-    joined = _join_chunks(chunks)
+    joined = join_chunks(chunks)
     assert joined.equals(pa.concat_tables([pa.table(c) for c in chunks]))
     assert joined.schema.field("flow").type == pa.uint32() and joined.schema.field("lost").type == pa.bool_()
     # not numpy (a list column): still one table with every row
     mixed = [{"a": [1, 2]}, {"a": np.array([3])}]
-    assert _join_chunks(mixed).column("a").to_pylist() == [1, 2, 3]
+    assert join_chunks(mixed).column("a").to_pylist() == [1, 2, 3]
 
 
 def test_campaign_runs_in_long_chunks_give_the_same_results(tmp_path, core):

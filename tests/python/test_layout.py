@@ -58,7 +58,9 @@ def imports(mod: str, path: Path, known: dict[str, Path]) -> list[tuple[str, lis
             # `from pkg import submodule` imports the submodule
             subs = [n for n in names if f"{target}.{n}" in known]
             out.extend((f"{target}.{n}", []) for n in subs)
-            out.append((target, [n for n in names if n not in subs]))
+            rest = [n for n in names if n not in subs]
+            if rest or not subs:  # `from pkg import sub` alone does not depend on pkg's own names
+                out.append((target, rest))
     return [(t, n) for t, n in out if t]
 
 

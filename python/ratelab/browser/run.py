@@ -11,6 +11,7 @@ version, flags, field trials, page options, selected candidate pairs, emulator s
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -18,12 +19,13 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from ratelab.errors import InputError, one_line
-from ratelab.run.runner import Interrupted, ParquetSink, RunResult, ScenarioRun
+from ratelab.run.result import Interrupted, RunResult, ScenarioRun
+from ratelab.run.sinks import ParquetSink
 from ratelab.scenario import Scenario, load_scenario
 from ratelab.browser import chromium, emulator, metrics
 from ratelab.browser.call import Call, check_through, host_candidate
@@ -57,6 +59,22 @@ class BrowserOptions:
     #: crash the browser this many seconds into the call.
     test_bypass: bool = False
     test_crash_after_s: float | None = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], name: str = "chromium") -> "BrowserOptions":
+        """The options ``-p chromium.KEY=VALUE`` (or a plan's ``[params.chromium]``) gave; an
+        unknown key is an error naming the ones there are, as for a controller."""
+        known = [f.name for f in dataclasses.fields(cls) if not f.name.startswith("test_")]
+        for key in params:
+            if key not in known and not key.startswith("test_"):
+                raise InputError("-p", f"{name}.{key}", f"unknown parameter of {name} (known: {', '.join(known)})")
+        try:
+            o = cls(**dict(params))
+            o.check()
+        except TypeError:  # e.g. width = "wide": a value of the wrong kind
+            kinds = ", ".join(f"{k}={type(v).__name__}" for k, v in params.items())
+            raise InputError("-p", name, f"a parameter has the wrong type ({kinds})") from None
+        return o
 
     def check(self) -> None:
         def bad(key: str, why: str) -> InputError:

@@ -23,7 +23,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from ratelab.errors import InputError, from_core
 from ratelab.native import core, core_errors
 from ratelab.run.results import strict_json
-from ratelab.run.runner import Contender, ParquetSink, RunResult, ScenarioRun, prepare_runs, run_each
+from ratelab.run.runner import (REAL_TIME_STACKS, Contender, ParquetSink, RunResult, ScenarioRun, no_progress, prepare_runs,
+                                run_each, run_real_time)
 from ratelab.scenario import Scenario, load_scenario, resolve_trace
 
 FEEDBACK_FORMATS = ("twcc", "rfc8888")
@@ -56,6 +57,8 @@ def run_live(
         raise InputError("--capture", "", "capture one run at a time (give one -c)")
 
     def live(c: Contender, run_dir: Path | None) -> RunResult:
+        if c.controller in REAL_TIME_STACKS:  # -c chromium: a real browser through the emulator
+            return run_real_time(c, seed, run_dir, no_progress)
         if progress:
             print(f"live: {sc.name} · {c.label}: {sc.duration_s:g} s in real time ...", file=sys.stderr, flush=True)
         return _run_one(c, seed, run_dir, feedback, str(capture) if capture is not None else None)

@@ -16,186 +16,21 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ratelab.errors import InputError, from_core
+from ratelab.run.result import Interrupted, RunResult, ScenarioRun  # noqa: F401  (the drivers' results, re-exported)
+from ratelab.run.sinks import ParquetSink, join_chunks  # noqa: F401
 from ratelab.native import controller_names, core, core_errors
 from ratelab.scenario import Scenario, load_scenario
 
 #: Simulated seconds per call into the simulator (Ctrl-C latency is one chunk).
 CHUNK_S = 5.0
-#: Rows buffered before a Parquet row group is written (bounds memory, keeps row groups large).
-FLUSH_ROWS = 1 << 16
+
+#: Contenders that are real stacks, not controllers of the simulator: ``-c chromium`` runs the
+#: scenario in real time as a Chromium call through the emulator (:mod:`ratelab.browser`);
+#: ``-p chromium.KEY=VALUE`` are its options (codec, resolution, content, field trials, ...).
+REAL_TIME_STACKS = ("chromium",)
 
 #: Called with (description, simulated seconds just completed).
 ProgressFn = Callable[[str, float], None]
-
-
-@dataclass
-class RunResult:
-    """One simulation: a scenario with one controller choice."""
-
-    name: str
-    #: Controller given with -c, or the scenario's own media controllers joined by '+'.
-    controller: str
-    wall_seconds: float
-    sim_speed: float
-    link: dict[str, Any]
-    flows: list[dict[str, Any]]
-    duration_s: float
-    #: Folder with this run's Parquet files and plots (None when nothing was written).
-    dir: Path | None = None
-    #: The reverse bottleneck's summary (same keys as ``link``), or None for a one-way scenario
-    #: (RFC 8867 5.3: a scenario with a ``[reverse_link]``).
-    reverse_link: dict[str, Any] | None = None
-    #: CPU seconds of the simulation calls alone (as ``wall_seconds``; campaign overhead figures).
-    cpu_seconds: float = 0.0
-
-    @classmethod
-    def from_summary(cls, summary: dict[str, Any], *, name: str, controller: str, wall: float, duration: float,
-                     dir: Path | None) -> "RunResult":
-        """A run from the core's (or the live driver's) summary dict."""
-        reverse = summary.get("reverse_link")
-        return cls(
-            name=name,
-            controller=controller,
-            wall_seconds=wall,
-            sim_speed=duration / wall if wall > 0 else float("inf"),
-            link=dict(summary.get("link", {})),
-            flows=[dict(f) for f in summary.get("flows", [])],
-            duration_s=duration,
-            dir=dir,
-            reverse_link=dict(reverse) if reverse is not None else None,
-        )
-
-    @property
-    def packets(self) -> int:
-        """Packets the simulation sent (all flows), for speed figures."""
-        return int(sum(f.get("packets_sent", 0) or 0 for f in self.flows))
-
-    @property
-    def series_path(self) -> Path | None:
-        p = self.dir / "series.parquet" if self.dir else None
-        return p if p and p.is_file() else None
-
-    def to_summary(self) -> dict[str, Any]:
-        out = {
-            "controller": self.controller,
-            "wall_seconds": self.wall_seconds,
-            "sim_speed": self.sim_speed,
-            "link": self.link,
-        }
-        if self.reverse_link is not None:  # one-way runs keep the keys they always had
-            out["reverse_link"] = self.reverse_link
-        out["flows"] = self.flows
-        return out
-
-
-@dataclass
-class ScenarioRun:
-    """All runs of one scenario (one per controller), in order."""
-
-    scenario: Scenario
-    seed: int
-    runs: list[RunResult] = field(default_factory=list)
-    out_dir: Path | None = None
-    interrupted: bool = False
-    #: Label in reports (defaults to the scenario name; the demo adds e.g. "5 % loss").
-    title: str = ""
-
-
-class Interrupted(Exception):
-    """Ctrl-C during a run; ``result`` holds the runs that finished before it."""
-
-    def __init__(self, result: ScenarioRun):
-        super().__init__("interrupted")
-        self.result = result
-
-
-def _join_chunks(chunks: list[dict[str, Any]]):
-    """One Arrow table from column chunks: numpy columns become chunked Arrow columns without a
-    copy (same values and types as a table per chunk, and one row group when written; a
-    concatenation copied every column once more, ~1 ms per campaign run); anything else goes
-    through Arrow."""
-    import numpy as np
-    import pyarrow as pa
-
-    keys = list(chunks[0])
-    if all(list(c) == keys and all(isinstance(v, np.ndarray) for v in c.values()) for c in chunks):
-        return pa.table({k: pa.chunked_array([pa.array(c[k]) for c in chunks]) for k in keys})
-    return pa.concat_tables([pa.table(c) for c in chunks])
-
-
-class ParquetSink:
-    """Appends column batches to a Parquet file, written under a temporary name until commit."""
-
-    def __init__(self, path: Path, metadata: dict[str, str] | None = None):
-        self.path = path
-        #: Key/value pairs stored in the Parquet file's metadata (provenance).
-        self.metadata = metadata
-        self.tmp = path.with_name(path.name + ".part")
-        self._writer = None
-        self._batches: list[Any] = []
-        self._rows = 0
-        self._last: dict[str, Any] | None = None
-        self._committed = False
-
-    def write(self, columns: dict[str, Any]) -> None:
-        self._last = columns
-        n = len(next(iter(columns.values()), ()))
-        if n == 0:
-            return
-        # The chunks are kept as given and joined once per row group (_flush): one Arrow table
-        # per flush instead of one per simulated chunk (a campaign run has dozens of chunks).
-        self._batches.append(columns)
-        self._rows += n
-        if self._rows >= FLUSH_ROWS:
-            self._flush()
-
-    def _flush(self) -> None:
-        import pyarrow.parquet as pq
-
-        if not self._batches:
-            return
-        table = _join_chunks(self._batches)
-        if self.metadata:
-            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **self.metadata})
-        if self._writer is None:
-            # No dictionary pages: the columns are floats and counters that rarely repeat; dictionary
-            # encoding made series files larger and their writing ~1.8x slower (docs/scale.md).
-            self._writer = pq.ParquetWriter(self.tmp, table.schema, compression="zstd", use_dictionary=False)
-        self._writer.write_table(table)
-        self._batches, self._rows = [], 0
-
-    def commit(self) -> None:
-        import pyarrow as pa
-
-        self._flush()
-        if self._writer is None:
-            if self._last is None:
-                return
-            # No rows at all: still write the (empty) table so readers find the columns.
-            import pyarrow.parquet as pq
-
-            table = pa.table(self._last)
-            if self.metadata:
-                table = table.replace_schema_metadata(self.metadata)
-            pq.write_table(table, self.tmp)
-        else:
-            self._writer.close()
-            self._writer = None
-        os.replace(self.tmp, self.path)
-        self._committed = True
-
-    def abort(self) -> None:
-        """Discard the file, also when already committed (a run interrupted between the commits
-        of its files must not leave one of them behind)."""
-        if self._writer is not None:
-            with contextlib.suppress(Exception):
-                self._writer.close()
-            self._writer = None
-        with contextlib.suppress(FileNotFoundError):
-            self.tmp.unlink()
-        if self._committed:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
 
 
 def run_scenario(
@@ -227,6 +62,8 @@ def run_scenario(
             on_progress = progress or no_progress
 
         def simulate(c: Contender, run_dir: Path | None) -> RunResult:
+            if c.controller in REAL_TIME_STACKS:
+                return run_real_time(c, seed, run_dir, on_progress)
             return run_one(c.scenario, c.scenario.to_json(), None, c.label, c.name, seed, run_dir, on_progress)
 
         return run_each(sc, contenders, seed=seed, out=out, title=sc.name, run=simulate)
@@ -242,6 +79,8 @@ class Contender:
     name: str
     controller: str | None
     scenario: Scenario
+    #: A real-time stack's options (``-p chromium.codec=...``); controllers get theirs in the scenario.
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def prepare_runs(scenario: Scenario | str | Path, controllers: Sequence[str] | None, overrides: Iterable[str],
@@ -264,10 +103,34 @@ def prepare_runs(scenario: Scenario | str | Path, controllers: Sequence[str] | N
     for choice in (list(controllers) if controllers else [None]):
         label = choice or "+".join(sc.media_controllers()) or "scenario"
         name = unique_name(label, [c.name for c in contenders])
+        if choice in REAL_TIME_STACKS:  # the stack runs the scenario as written, with its own sender
+            sc.validate()
+            options = dict(params.get(choice, {}))
+            real_time_options(choice, options)  # bad options: refused before anything runs
+            contenders.append(Contender(label, name, choice, sc, options))
+            continue
         own = sc.with_controller(choice, params.get(choice)) if choice is not None else sc.with_params(params)
         own.validate()
         contenders.append(Contender(label, name, choice, own))
     return sc, contenders
+
+
+def real_time_options(name: str, options: Mapping[str, Any]):
+    """The options object of real-time stack ``name`` (checked)."""
+    from ratelab.browser.run import BrowserOptions
+
+    return BrowserOptions.from_params(options, name)
+
+
+def run_real_time(c: Contender, seed: int, run_dir: Path | None, on_progress: ProgressFn,
+                  metadata: dict[str, str] | None = None) -> RunResult:
+    """One run of a real-time stack (``-c chromium``): ``duration_s`` of wall-clock time."""
+    from ratelab.browser.run import run_browser
+
+    result = run_browser(c.scenario, seed=seed, out_dir=run_dir, options=real_time_options(c.controller or "", c.options),
+                         name=c.name, metadata=metadata)
+    on_progress(f"{c.scenario.name} · {c.label}", c.scenario.duration_s)
+    return result
 
 
 def run_each(sc: Scenario, contenders: Sequence[Contender], *, seed: int, out: Path | None, title: str,
@@ -291,7 +154,7 @@ def no_progress(_desc: str, _sim_s: float) -> None:
 def check_controllers(names: Iterable[str]) -> None:
     """Every name is a built-in controller or a Python controller that can be found
     (``file.py:Class``, ``module:Class``, an entry point); else one :class:`InputError` line."""
-    names = list(names)
+    names = [n for n in names if n not in REAL_TIME_STACKS]
     if not names:
         return
     from ratelab.byo.loader import check_name
