@@ -378,3 +378,37 @@ def test_several_flows_both_ways_through_an_emulator_with_routes(tmp_path, monke
     p = pq.read_table(run_dir / "packets.parquet")
     assert set(p.column("flow").to_numpy()) == {0, 1, 2}
     assert np.isfinite(p.column("recv_s").to_numpy()).all()
+
+
+# --- as a contender on the command line ---------------------------------------------------------
+
+@needs_browser
+def test_cli_run_chromium_beside_gcc(cli, tmp_path):
+    """`ratelab run SCENARIO -c chromium -c gcc`: both in summary.json, table and report."""
+    out = tmp_path / "o"
+    r = cli("run", "lcc-loss", "-c", "chromium", "-c", "gcc", "--set", "duration_s=6", "--set", "link.loss=0",
+            "-p", "chromium.width=320", "-p", "chromium.height=180", "-p", "chromium.fps=15", "-q", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert [x["controller"] for x in s["runs"]] == ["chromium", "gcc"]
+    f = s["runs"][0]["flows"][0]
+    assert f["packets_received"] > 50 and "cpu_limited" in f and f["frame_width"] == 320
+    assert (out / "chromium" / "browser.json").is_file() and (out / "chromium" / "series.parquet").is_file()
+    assert "chromium" in (out / "report.html").read_text() and "chromium" in r.stdout
+
+
+def test_cli_chromium_options_are_checked_before_anything_runs(cli, tmp_path):
+    r = cli("run", "lcc-loss", "-c", "gcc", "-c", "chromium", "-p", "chromium.resolution=720", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "unknown parameter of chromium (known: width, height" in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+@needs_browser
+def test_cli_browser_crash_keeps_the_runs_before_it(cli, tmp_path):
+    out = tmp_path / "o"
+    r = cli("run", "lcc-loss", "-c", "gcc", "-c", "chromium", "--set", "duration_s=5", "-p", "chromium.width=320",
+            "-p", "chromium.height=180", "-p", "chromium.test_crash_after_s=2.0", "-q", "--out", str(out))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "crashed" in r.stderr, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert [x["controller"] for x in s["runs"]] == ["gcc"] and not (out / "chromium").exists()

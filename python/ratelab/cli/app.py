@@ -15,6 +15,7 @@ from typing import Sequence
 import click
 
 from ratelab._version import __version__
+from ratelab.errors import InputError
 from ratelab.run.runner import Interrupted, ScenarioRun
 
 #: Exit status after Ctrl-C: 128 + SIGINT, what a shell reports for a process killed by it, so
@@ -90,6 +91,11 @@ def finish_runs(out: Path, run, report: Path | None = None) -> None:
         if exc.result.runs:
             finish([exc.result], report)
         raise
+    except InputError as exc:  # a run failed mid-way (a browser crash): keep those that finished
+        partial = getattr(exc, "partial", None)
+        if partial is not None and partial.runs:
+            finish([partial], report)
+        raise
     finish([res], report)
 
 def finish(results: Sequence[ScenarioRun], report_path: Path, *, title: str | None = None) -> None:
@@ -102,6 +108,12 @@ def finish(results: Sequence[ScenarioRun], report_path: Path, *, title: str | No
     console = make_console()
     for res in results:
         console.print(summary_table(res))
+        for run in res.runs:
+            for f in run.flows:
+                if f.get("cpu_limited"):
+                    console.print(f"warning: {run.name} / {f.get('label', '')}: the browser was CPU-limited for "
+                                  f"{100 * float(f.get('cpu_limited_fraction') or 0):.0f} % of the call: its numbers "
+                                  "measure this machine, not the network", highlight=False, soft_wrap=True)
     for p in written:
         console.print(f"summary: {p}", highlight=False, soft_wrap=True)
     console.print(f"report:  {report_path}", highlight=False, soft_wrap=True)

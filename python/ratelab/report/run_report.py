@@ -242,8 +242,20 @@ def _flow_table(res: ScenarioRun, runs: Sequence[RunResult], page: Path | None =
                 f'<tr{" class=run" if i == 0 and several else ""}>{lead if i == 0 else ""}'
                 f'<td class="l">{_e(f.get("label", ""))}</td><td class="l">{_e(kind)}</td>{direction}{cells}</tr>'
             )
-    table = f'<div class="wide"><table class="flows">{head}{"".join(rows)}</table></div>'
+    table = f'<div class="wide"><table class="flows">{head}{"".join(rows)}</table></div>' + _cpu_limited_note(runs)
     return table + _links_table(runs) if two_way else table
+
+
+def _cpu_limited_note(runs: Sequence[RunResult]) -> str:
+    """A real browser run whose encoder was held back by the CPU measured the machine, not the
+    network: said in red under the table (summary key ``cpu_limited``, docs/browser.md)."""
+    notes = [f"{_e(run.name)} / {_e(str(f.get('label', '')))}: {fmt(f.get('cpu_limited_fraction'), 'pct')} of the call"
+             for run in runs for f in run.flows if f.get("cpu_limited")]
+    if not notes:
+        return ""
+    return ('<p class="warn" style="color:#b00020"><b>CPU-limited:</b> the browser reported '
+            "qualityLimitationReason = cpu for " + "; ".join(notes) + ". Its rates and delays are not the network's: "
+            "give the call more cores or a smaller resolution (docs/browser.md).</p>")
 
 
 def _links_table(runs: Sequence[RunResult]) -> str:

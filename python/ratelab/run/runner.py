@@ -144,6 +144,9 @@ def run_each(sc: Scenario, contenders: Sequence[Contender], *, seed: int, out: P
     except KeyboardInterrupt:
         result.interrupted = True
         raise Interrupted(result) from None
+    except InputError as exc:  # e.g. a browser that crashed: the runs before it are kept
+        exc.partial = result  # type: ignore[attr-defined]
+        raise
     return result
 
 
