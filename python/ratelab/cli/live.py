@@ -64,6 +64,8 @@ def live_run(scenario: str, controllers: tuple[str, ...], params: tuple[str, ...
 def live_send(to: str, controller: str, params: tuple[str, ...], duration: float, start_kbps: float, min_kbps: float,
               max_kbps: float, bind: str, timeout: float, seed: int, out: Path | None) -> None:
     """Send one synthetic video flow over RTP to HOST:PORT, adapting to its feedback."""
+    if max_kbps < min_kbps:  # as a scenario's media.max_kbps must be ≥ min_kbps
+        raise InputError("--max-kbps", "", f"{max_kbps:g} must be ≥ --min-kbps {min_kbps:g}")
     check_controllers([controller])
     p = controller_params(params, [controller]).get(controller, {})
     flow = flow_document(controller, p, {"start_kbps": start_kbps, "min_kbps": min_kbps, "max_kbps": max_kbps})
