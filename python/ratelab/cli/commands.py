@@ -10,7 +10,7 @@ import click
 
 from ratelab._version import __version__
 from ratelab.cli.options import REPEATS, SEEDS, WORKERS, Number
-from ratelab.cli.app import CONTEXT, cli, controller_params, param_option, finish, finish_runs, make_console, scenario_run_options, seed_option, set_option
+from ratelab.cli.app import CONTEXT, cli, controller_params, param_option, finish, finish_runs, make_console, quiet_option, scenario_run_options, seed_option, set_option
 from ratelab.errors import InputError
 from ratelab.rl.config import TRACE_SETS
 from ratelab.run.runner import Interrupted, ScenarioRun, check_controllers, prepare_runs, progress_bar, run_scenario
@@ -69,11 +69,11 @@ def train_options(command):
     ``seq_len``), each checked against :data:`~ratelab.rl.config.TRAIN_LIMITS`."""
     import dataclasses
 
-    from ratelab.rl.config import CLI_FIELDS, TRAIN_LIMITS, TrainConfig, flag
+    from ratelab.rl.config import CLI_FIELDS, TRAIN_LIMITS, TrainConfig, flags
 
     defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     for name in reversed(CLI_FIELDS):
-        command = click.option(flag(name), name, type=Number(TRAIN_LIMITS[name]), default=defaults[name],
+        command = click.option(*flags(name), name, type=Number(TRAIN_LIMITS[name]), default=defaults[name],
                                show_default=True)(command)
     return command
 
@@ -82,6 +82,7 @@ def train_options(command):
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/r3net"), show_default=True,
               help="Folder for checkpoint.pt, scalars.csv, learning_curve.png and the ONNX snapshots.")
 @click.option("--resume", is_flag=True, help="Continue from <out>/checkpoint.pt.")
+@quiet_option
 @train_options
 @click.option("--traces", type=click.Choice(TRACE_SETS), default="train", show_default=True,
               help="Shipped trace split to train on (none: synthetic traces only).")
@@ -89,7 +90,7 @@ def train_options(command):
               help="Trace split of the validation episodes.")
 @click.option("--mapping", type=click.Choice(["linear", "log"]), default="linear", show_default=True)
 @click.option("--env-config", default="{}", metavar="JSON", help="JSON overrides of the environment distribution.")
-def train_r3net(out: Path, resume: bool, env_config: str, **numbers) -> None:
+def train_r3net(out: Path, resume: bool, quiet: bool, env_config: str, **numbers) -> None:
     """Train R3Net with PPO (ratelab.rl.train); writes <out>/r3net.onnx and best.onnx."""
     import json
 
@@ -106,7 +107,7 @@ def train_r3net(out: Path, resume: bool, env_config: str, **numbers) -> None:
         from ratelab.rl import train as rl_train
     except ImportError as exc:
         raise InputError("ratelab train r3net", "", f"needs the rl extra ({exc}); install with pip install 'ratelab[rl]'") from None
-    onnx_path = rl_train.Trainer(cfg, out, resume=resume).train()
+    onnx_path = rl_train.Trainer(cfg, out, resume=resume, log=(lambda _line: None) if quiet else print).train()
     click.echo(f"model: {onnx_path}")
 
 
@@ -139,8 +140,9 @@ def list_cmd() -> None:
 @click.option("--repeat", type=Number(REPEATS), default=3, show_default=True, help="Runs per scenario; the fastest counts.")
 @seed_option
 @click.option("--markdown", is_flag=True, help="Print a Markdown table (for docs/benchmarks.md).")
+@quiet_option
 def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], params: tuple[str, ...], repeat: int, seed: int,
-          markdown: bool) -> None:
+          markdown: bool, quiet: bool) -> None:
     """Time the simulator: simulated packets per wall second and simulated seconds per wall second."""
     loaded = [load_scenario(s, ["metrics.packet_log=false"]) for s in (scenarios or BENCH_SCENARIOS)]
     check_controllers(controllers)
@@ -151,7 +153,7 @@ def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], params: tupl
         for c in choices:  # all bad input before the first timing
             prepare_runs(sc, [c] if c else None, (), False, {k: v for k, v in by_controller.items() if k in ([c] if c else sc.media_controllers())})
     rows = []
-    with progress_bar(sum(sc.duration_s for sc in loaded) * repeat * len(choices)) as cb:
+    with progress_bar(sum(sc.duration_s for sc in loaded) * repeat * len(choices), enabled=not quiet) as cb:
         for sc in loaded:
             for c in choices:
                 own = {k: v for k, v in by_controller.items() if k in ([c] if c else sc.media_controllers())}
@@ -194,7 +196,8 @@ def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], params: tupl
 @seed_option
 @set_option
 @click.option("--no-packets", is_flag=True, help="Do not keep the per-packet logs.")
-def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[str, ...], no_packets: bool) -> None:
+@quiet_option
+def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[str, ...], no_packets: bool, quiet: bool) -> None:
     """Compare every controller on a few built-in scenarios (incl. a real trace) and write one report.html."""
     from ratelab.native import runnable_controller_names
 
@@ -208,7 +211,7 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
     done: list[ScenarioRun] = []
     report = out / "report.html"
     try:
-        with progress_bar(sum(sc.duration_s for sc, _, _ in plan) * len(names)) as cb:
+        with progress_bar(sum(sc.duration_s for sc, _, _ in plan) * len(names), enabled=not quiet) as cb:
             for sc, title, folder in plan:
                 try:
                     res = run_scenario(sc, names, seed=seed, out_dir=out / folder, packets=not no_packets, progress=cb)
@@ -233,12 +236,14 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
 @click.option("-j", "--workers", "--jobs", "jobs", type=Number(WORKERS), default=None, metavar="N",
               help="Simulations run in parallel (worker processes; --jobs is the old spelling).  [default: all cores]")
 @click.option("--quick", is_flag=True, help="Shorter runs and fewer cases (a smoke test, not the reproduction).")
+@quiet_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("docs/reproductions"),
               show_default=True, help="Folder for <paper>.md and its figures <paper>/*.png.")
 @click.option("--duration", type=Number("duration_s"), default=120.0, show_default=True,
               help="r3net only: seconds per trace run.")
 @click.option("--model", type=click.Path(dir_okay=False, exists=True), default=None, help="r3net only: ONNX model (default: shipped).")
-def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out: Path, duration: float, model: str | None) -> None:
+def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, quiet: bool, out: Path, duration: float,
+              model: str | None) -> None:
     """Run PAPER's experiments (several seeds, in parallel) and write <out>/PAPER.md: paper vs ours, claim by claim."""
     if paper == "r3net":
         # Paper 004 Table 1 over the held-out test traces (ratelab.rl.reproduce; needs no torch).
@@ -258,7 +263,7 @@ def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out:
     command = f"ratelab reproduce {paper} --seeds {n_seeds} --workers {n_jobs}" + (" --quick" if quick else "")
     if out != Path("docs/reproductions"):
         command += f" --out {out}"
-    outcome = run_reproduction(spec, list(range(1, n_seeds + 1)), n_jobs, quick, out, command, progress=True)
+    outcome = run_reproduction(spec, list(range(1, n_seeds + 1)), n_jobs, quick, out, command, progress=not quiet)
     checked = [c for c in outcome.claims if c.holds is not None]
     console = make_console()
     console.print(f"{paper}: {sum(1 for c in checked if c.holds)} of {len(checked)} claims hold "

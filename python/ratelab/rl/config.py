@@ -54,9 +54,20 @@ CLI_FIELDS = ["steps", "envs", "rollout", "seq_len", "minibatch", "epochs", "see
 TRACE_SETS = ["train", "val", "test", "all", "none"]
 
 
+#: Fields spelled as the same thing is on the other commands (the episode length is a duration).
+SPELLED = {"duration_s": "--duration"}
+
+
 def flag(name: str) -> str:
     """The command-line spelling of a config field: ``seq_len`` is ``--seq-len``."""
-    return "--" + name.replace("_", "-")
+    return SPELLED.get(name, "--" + name.replace("_", "-"))
+
+
+def flags(name: str) -> list[str]:
+    """All spellings of a field's option, the first the one shown (``--duration``, and the
+    former ``--duration-s``)."""
+    plain = "--" + name.replace("_", "-")
+    return [flag(name)] + ([plain] if plain != flag(name) else [])
 
 
 @dataclass
