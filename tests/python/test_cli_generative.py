@@ -28,6 +28,7 @@ from pathlib import Path
 from unittest import mock
 
 import click
+import hypothesis
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -249,6 +250,7 @@ cases = st.sampled_from(CASES).flatmap(lambda c: st.tuples(st.just(c), values_fo
 @given(case=cases)
 def test_random_values(core, case):
     (name, opt), text = case
+    hypothesis.event("in range" if admitted(opt, text) else "refused")  # pytest --hypothesis-show-statistics
     check(name, opt, text)
 
 
@@ -288,3 +290,17 @@ def test_flag_ranges_are_the_scenario_fields():
     opts = {o.opts[0]: o for o in CATALOGUE["emulate"]}
     for flag, fieldname in want.items():
         assert opts[flag].type.limit == fieldname
+
+
+def test_unbindable_address_is_one_line(cli):
+    """Found while writing these tests: an address that cannot be bound was an OSError traceback."""
+    r = cli("live", "recv", "--listen", "192.0.2.1:5004", "--timeout", "0.2", timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("error: live recv: cannot bind 192.0.2.1:5004"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_env_config_key_is_one_line(cli, tmp_path):
+    """Found likewise: a key the environment does not know was the core's error as a traceback."""
+    r = cli("train", "r3net", "--env-config", '{"bogus": 1}', "--steps", "1", "--out", str(tmp_path / "t"), timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("error: --env-config: bogus: unknown field `bogus`"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -107,7 +107,14 @@ def train_r3net(out: Path, resume: bool, quiet: bool, env_config: str, **numbers
         from ratelab.rl import train as rl_train
     except ImportError as exc:
         raise InputError("ratelab train r3net", "", f"needs the rl extra ({exc}); install with pip install 'ratelab[rl]'") from None
-    onnx_path = rl_train.Trainer(cfg, out, resume=resume, log=(lambda _line: None) if quiet else print).train()
+    from ratelab.errors import from_core
+    from ratelab.native import core_errors
+
+    try:  # the environment is built here: a bad --env-config key is the core's one-line error
+        trainer = rl_train.Trainer(cfg, out, resume=resume, log=(lambda _line: None) if quiet else print)
+    except core_errors() as exc:
+        raise from_core(exc, "--env-config") from None
+    onnx_path = trainer.train()
     click.echo(f"model: {onnx_path}")
 
 
