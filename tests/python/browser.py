@@ -9,6 +9,7 @@ a ``data-probe`` attribute, which ``--dump-dom`` prints once the page has loaded
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -55,12 +56,16 @@ PROBE_TAIL = """<script>window.addEventListener('load', function () {
 
 
 def chromium() -> str:
-    """The browser's path, or skip the test with how to get one."""
+    """The browser's path, or skip the test with how to get one — except under CI (``CI`` set, as
+    .ci/run does after installing Chromium), where a missing browser fails instead of hiding."""
     for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
         p = shutil.which(name)
         if p:
             return p
-    pytest.skip("no Chromium found: install Debian's `chromium` package (.ci/run installs it) to run the browser tests")
+    why = "no Chromium found: install Debian's `chromium` package (.ci/run installs it) to run the browser tests"
+    if os.environ.get("CI"):
+        pytest.fail(why, pytrace=False)
+    pytest.skip(why)
 
 
 def _headless(browser: str, *args: str) -> subprocess.CompletedProcess:

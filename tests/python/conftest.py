@@ -1,7 +1,7 @@
 """Shared fixtures.
 
-Tests using the ``core`` fixture need the compiled ``ratelab._core`` and are skipped when it is
-not built (except under CI, where that fails); the ``fake_core`` fixture swaps in a small pure-Python stand-in so that the front end can
+Tests using the ``core`` fixture need the compiled ``ratelab._core`` and fail when it is not
+built (:func:`require`: what the README installs is never a reason to skip); the ``fake_core`` fixture swaps in a small pure-Python stand-in so that the front end can
 be tested on its own.
 """
 
@@ -27,14 +27,23 @@ def fake_core(monkeypatch):
     return fc
 
 
+#: What the README installs for the tests; every module it provides is :func:`require`-d, not skipped.
+INSTALL = "pip install '.[test,rl]' (or maturin develop for ratelab._core)"
+
+
+def require(module: str):
+    """Import ``module``, which the README's install provides (the package, the ``test`` and
+    ``rl`` extras): when it is missing the test fails saying what to install. A skip would hide
+    the missing install step on a fresh machine and leave what it tests untested."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        pytest.fail(f"{module} does not import ({exc}): {INSTALL}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def core():
-    try:
-        return importlib.import_module("ratelab._core")
-    except ImportError as exc:  # pragma: no cover - depends on the build
-        if os.environ.get("CI"):  # CI installs the package: a missing extension is a failure there
-            pytest.fail(f"ratelab._core does not import ({exc})")
-        pytest.skip(f"ratelab._core is not built ({exc})")
+    return require("ratelab._core")
 
 
 def restore_default_sigint() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from conftest import require
 
 import ratelab
 from ratelab.byo import loader
@@ -266,7 +267,7 @@ def _plan(tmp_path: Path, controllers: list[str]) -> Path:
 @pytest.mark.parametrize("engine", ["local", "ray"])
 def test_sweep_runs_python_controllers_and_records_their_errors(core, user_dir, tmp_path, engine):
     if engine == "ray":
-        pytest.importorskip("ray")
+        require("ray")
     from ratelab.campaign.plan import load_plan
     from ratelab.campaign.store import connect
     from ratelab.campaign.sweep import campaign_root, run_sweep
@@ -350,7 +351,7 @@ def test_leaderboard_ranks_a_python_controller_like_a_builtin(core, user_dir, tm
 def test_gym_environment_takes_a_python_competitor(core, user_dir):
     """`config={"competitor": ...}`: the competing media flow of the RL environment runs any
     controller a scenario can name; its errors surface as in a run."""
-    pytest.importorskip("gymnasium")
+    require("gymnasium")
     from ratelab.rl.env import BandwidthEstimationEnv
 
     cfg = {"duration_s": 2.0, "media_prob": 1.0, "tcp_prob": 0.0, "synthetic_prob": 1.0, "competitor": "my_cc.py:Noisy"}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import require
 
 from ratelab.campaign.plan import RunSpec, expand_plan, load_plan, trace_files
 from ratelab.errors import InputError
@@ -346,7 +347,7 @@ def test_kill_9_mid_campaign_loses_no_finished_run_and_resume_completes(tmp_path
 
 
 def test_ray_engine_on_a_local_instance_matches_the_local_engine(tmp_path, core):
-    pytest.importorskip("ray")
+    require("ray")
     from ratelab.campaign.store import connect
     from ratelab.campaign.sweep import campaign_root, run_sweep
 

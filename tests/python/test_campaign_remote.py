@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import require
 
 from ratelab.campaign.plan import load_plan
 from test_campaign import write_plan
@@ -142,7 +143,7 @@ def _free_port() -> int:
 
 @pytest.fixture
 def s3_server(monkeypatch):
-    pytest.importorskip("moto.server", reason="moto[server] is not installed (an S3-compatible test server)")
+    require("moto.server")
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -201,8 +201,7 @@ def test_bench_markdown(core, cli):
 
 
 def test_demo(core, cli, tmp_path):
-    if not TRACE_DIR.is_dir():
-        pytest.skip("no traces shipped yet")
+    assert TRACE_DIR.is_dir(), "the demo's real trace ships with the package"
     r = cli("demo", "--set", "duration_s=4", "--no-packets", "--out", str(tmp_path / "demo"))
     assert r.returncode == 0, r.stderr
     assert "report" in r.stdout

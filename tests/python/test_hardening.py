@@ -16,7 +16,7 @@ import pytest
 
 from ratelab import cli as cli_mod
 from ratelab import limits
-from conftest import restore_default_sigint
+from conftest import restore_default_sigint, require
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -181,7 +181,7 @@ def test_ctrl_c_during_sweep_exits_130(core, tmp_path):
 
 @pytest.mark.parametrize("order", ["ratelab first", "gymnasium first"])
 def test_gymnasium_make_after_import_ratelab_without_torch(core, order):
-    pytest.importorskip("gymnasium")
+    require("gymnasium")
     imports = "import ratelab; import gymnasium" if order == "ratelab first" else "import gymnasium; import ratelab"
     code = (f"import sys; {imports}\n"
             "env = gymnasium.make('ratelab/BandwidthEstimation-v0')\n"

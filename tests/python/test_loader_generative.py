@@ -20,8 +20,9 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
+from conftest import require
 
-hypothesis = pytest.importorskip("hypothesis")
+hypothesis = require("hypothesis")
 from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require
 
 pytestmark = [pytest.mark.rl, pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning", "ignore::torch.jit.TracerWarning")]
-torch = pytest.importorskip("torch")
-ort = pytest.importorskip("onnxruntime")
-_core = pytest.importorskip("ratelab._core")
+torch = require("torch")
+ort = require("onnxruntime")
+_core = require("ratelab._core")
 
 OBS = 150
 HIDDEN = 32

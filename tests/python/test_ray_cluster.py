@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import require
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ratelab[ray]')")
+ray = require("ray")
 
 from test_campaign import TINY  # noqa: E402 - the campaign tests' one-flow scenario
 

@@ -180,8 +180,8 @@ def test_quick_reproduction_writes_the_report(core, tmp_path):
 
 
 def test_quick_through_the_command(cli, core, tmp_path):
-    r = cli("reproduce", "cross", "--quick", "--seeds", "1", "--jobs", "2", "--out", str(tmp_path))
+    r = cli("reproduce", "cross", "--quick", "--seeds", "1", "--workers", "2", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "cross.md").read_text()
-    assert f"ratelab reproduce cross --seeds 1 --jobs 2 --quick --out {tmp_path}" in text
+    assert f"ratelab reproduce cross --seeds 1 --workers 2 --quick --out {tmp_path}" in text
     assert "Quick mode" in text and "claims hold" in r.stdout

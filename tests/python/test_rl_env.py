@@ -9,10 +9,11 @@ import math
 
 import numpy as np
 import pytest
+from conftest import require
 
 pytestmark = pytest.mark.rl
-gym = pytest.importorskip("gymnasium")
-_core = pytest.importorskip("ratelab._core")
+gym = require("gymnasium")
+_core = require("ratelab._core")
 
 from ratelab.rl import ENV_ID  # noqa: E402
 from ratelab.rl import traces as rl_traces  # noqa: E402
@@ -148,7 +149,7 @@ def test_bad_config_names_the_field():
 
 
 def test_stable_baselines3_ppo_trains_unchanged(tmp_path):
-    sb3 = pytest.importorskip("stable_baselines3")
+    sb3 = require("stable_baselines3")
     env = gym.make(ENV_ID, config={"duration_s": 2.0})
     model = sb3.PPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=128)

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require
 
 pytestmark = pytest.mark.rl
-torch = pytest.importorskip("torch")
-ort = pytest.importorskip("onnxruntime")
-pytest.importorskip("onnx")
-_core = pytest.importorskip("ratelab._core")
+torch = require("torch")
+ort = require("onnxruntime")
+require("onnx")
+_core = require("ratelab._core")
 
 from ratelab.rl.env import BandwidthEstimationEnv  # noqa: E402
 from ratelab.rl.env import env_config  # noqa: E402

@@ -8,12 +8,13 @@ import csv
 
 import numpy as np
 import pytest
+from conftest import require
 
 pytestmark = pytest.mark.rl
-torch = pytest.importorskip("torch")
-pytest.importorskip("gymnasium")
-pytest.importorskip("onnx")
-_core = pytest.importorskip("ratelab._core")
+torch = require("torch")
+require("gymnasium")
+require("onnx")
+_core = require("ratelab._core")
 
 from ratelab.rl.evaluate import ConstantPolicy, TorchPolicy, evaluate  # noqa: E402
 from ratelab.rl.train import TrainConfig, Trainer  # noqa: E402

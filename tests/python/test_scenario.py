@@ -183,8 +183,7 @@ def test_missing_trace(tmp_path):
 
 
 def test_builtin_traces_ship_with_the_package():
-    if not TRACE_DIR.is_dir():
-        pytest.skip("no traces shipped yet (python/ratelab/traces/)")
+    assert TRACE_DIR.is_dir(), "python/ratelab/traces/ ships with the package"
     for name in builtin_names():
         sc = load_scenario(name)  # raises if a referenced trace is missing
         trace = sc.data["link"].get("trace")

@@ -15,6 +15,7 @@ from typing import Sequence
 import click
 
 from ratelab._version import __version__
+from ratelab.cli.options import SEED, Number
 from ratelab.errors import InputError
 from ratelab.run.runner import Interrupted, ScenarioRun
 
@@ -29,7 +30,7 @@ param_option = click.option("-p", "--param", "params", multiple=True, metavar="N
                             help="A parameter of controller NAME (built-in, Python or onnx; the value is a TOML literal), "
                                  "e.g. -p gcc.profile='\"m84\"'. An unknown key is an error. Repeatable.")
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-seed_option = click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True, help="Random seed (same seed, same results).")
+seed_option = click.option("--seed", type=Number(SEED), default=1, show_default=True, help="Random seed (same seed, same results).")
 
 
 #: ``--debug``: print the traceback of a failing Python controller after its one-line error.

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
-from ratelab.campaign.plan import MAX_DURATION_S
+from ratelab.campaign.plan import MAX_DURATION_S, Range
 from ratelab.cli.app import CONTEXT, cli, make_console, param_option
+from ratelab.cli.options import SEEDS, WORKERS, Number
 from ratelab.errors import InputError, one_line
 from ratelab.run.runner import check_controllers
 
@@ -21,7 +22,7 @@ def execution_options(command):
         click.option("--ray-files", type=click.Choice(["object-store", "shared"]), default="object-store", show_default=True,
                      help="Ray: object-store returns each run's files to this machine (nodes need no shared disk); "
                           "shared: tasks write into --out themselves (every node must mount it at the same path)."),
-        click.option("-j", "--workers", type=click.IntRange(min=1), default=None, help="Parallel runs.  [default: all cores]"),
+        click.option("-j", "--workers", type=Number(WORKERS), default=None, help="Parallel runs.  [default: all cores]"),
         click.option("-q", "--quiet", is_flag=True, help="No line per finished run."),
     ]):
         command = option(command)
@@ -98,8 +99,8 @@ def sweep(plan: str | None, out: str | None, dry_run: bool, show_status: bool, e
               help="Folder (or glob) of trace files.  [default: the traces shipped with ratelab]")
 @click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
               help="Controllers to rank.  [default: every controller but fixed]")
-@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per trace (1..N).")
-@click.option("--duration", type=click.FloatRange(1, MAX_DURATION_S), default=60, show_default=True,
+@click.option("--seeds", type=Number(SEEDS), default=3, show_default=True, help="Seeds per trace (1..N).")
+@click.option("--duration", type=Number(Range(1, MAX_DURATION_S, "s")), default=60, show_default=True,
               help="Simulated seconds per run (traces loop).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
               help="Parent folder of the campaign folder `leaderboard/`.")

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
-from ratelab.campaign.plan import MAX_DURATION_S
 from ratelab._version import __version__
-from ratelab.cli.app import CONTEXT, cli, controller_params, param_option, finish, finish_runs, make_console, scenario_run_options, seed_option, set_option
+from ratelab.cli.options import REPEATS, SEEDS, WORKERS, Number
+from ratelab.cli.app import CONTEXT, cli, controller_params, param_option, finish, finish_runs, make_console, quiet_option, scenario_run_options, seed_option, set_option
 from ratelab.errors import InputError
+from ratelab.rl.config import TRACE_SETS
 from ratelab.run.runner import Interrupted, ScenarioRun, check_controllers, prepare_runs, progress_bar, run_scenario
 from ratelab.scenario import builtin_descriptions, load_scenario, parse_params
 
@@ -61,18 +62,58 @@ def train() -> None:
     """Train learned controllers (needs the rl extra: pip install 'ratelab[rl]')."""
 
 
-@train.command("r3net", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_extra_args": True,
-                                          "help_option_names": []})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def train_r3net(args: tuple[str, ...]) -> None:
-    """Train R3Net with PPO (options: --steps N --envs N --out DIR --resume ...; --help lists all)."""
+def train_options(command):
+    """One option per number of :class:`ratelab.rl.config.TrainConfig` (``--seq-len`` sets
+    ``seq_len``), each checked against :data:`~ratelab.rl.config.TRAIN_LIMITS`."""
+    import dataclasses
+
+    from ratelab.rl.config import CLI_FIELDS, TRAIN_LIMITS, TrainConfig, flags
+
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    for name in reversed(CLI_FIELDS):
+        command = click.option(*flags(name), name, type=Number(TRAIN_LIMITS[name]), default=defaults[name],
+                               show_default=True)(command)
+    return command
+
+
+@train.command("r3net")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("out/r3net"), show_default=True,
+              help="Folder for checkpoint.pt, scalars.csv, learning_curve.png and the ONNX snapshots.")
+@click.option("--resume", is_flag=True, help="Continue from <out>/checkpoint.pt.")
+@quiet_option
+@train_options
+@click.option("--traces", type=click.Choice(TRACE_SETS), default="train", show_default=True,
+              help="Shipped trace split to train on (none: synthetic traces only).")
+@click.option("--val-traces", type=click.Choice(TRACE_SETS), default="val", show_default=True,
+              help="Trace split of the validation episodes.")
+@click.option("--mapping", type=click.Choice(["linear", "log"]), default="linear", show_default=True)
+@click.option("--env-config", default="{}", metavar="JSON", help="JSON overrides of the environment distribution.")
+def train_r3net(out: Path, resume: bool, quiet: bool, env_config: str, **numbers) -> None:
+    """Train R3Net with PPO (ratelab.rl.train); writes <out>/r3net.onnx and best.onnx."""
+    import json
+
+    from ratelab.rl.config import TrainConfig
+
+    try:
+        overrides = json.loads(env_config)
+    except ValueError as exc:
+        raise InputError("--env-config", "", f"not JSON ({exc})") from None
+    if not isinstance(overrides, dict):
+        raise InputError("--env-config", "", "expected a JSON object, e.g. '{\"loss_max\": 0.05}'")
+    cfg = TrainConfig(**numbers, env_config=overrides)
     try:
         from ratelab.rl import train as rl_train
     except ImportError as exc:
         raise InputError("ratelab train r3net", "", f"needs the rl extra ({exc}); install with pip install 'ratelab[rl]'") from None
-    rc = rl_train.main(list(args))
-    if rc:
-        raise click.exceptions.Exit(rc)
+    from ratelab.errors import from_core
+    from ratelab.native import core_errors
+
+    try:  # the environment is built here: a bad --env-config key is the core's one-line error
+        trainer = rl_train.Trainer(cfg, out, resume=resume, log=(lambda _line: None) if quiet else print)
+    except core_errors() as exc:
+        raise from_core(exc, "--env-config") from None
+    onnx_path = trainer.train()
+    click.echo(f"model: {onnx_path}")
 
 
 @cli.command("list")
@@ -101,11 +142,12 @@ def list_cmd() -> None:
 @click.option("-c", "--controller", "controllers", multiple=True, metavar="NAME",
               help="Time with this controller on every media flow (built-in or Python); repeatable.  [default: as in the scenario]")
 @param_option
-@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per scenario; the fastest counts.")
+@click.option("--repeat", type=Number(REPEATS), default=3, show_default=True, help="Runs per scenario; the fastest counts.")
 @seed_option
 @click.option("--markdown", is_flag=True, help="Print a Markdown table (for docs/benchmarks.md).")
+@quiet_option
 def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], params: tuple[str, ...], repeat: int, seed: int,
-          markdown: bool) -> None:
+          markdown: bool, quiet: bool) -> None:
     """Time the simulator: simulated packets per wall second and simulated seconds per wall second."""
     loaded = [load_scenario(s, ["metrics.packet_log=false"]) for s in (scenarios or BENCH_SCENARIOS)]
     check_controllers(controllers)
@@ -116,7 +158,7 @@ def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], params: tupl
         for c in choices:  # all bad input before the first timing
             prepare_runs(sc, [c] if c else None, (), False, {k: v for k, v in by_controller.items() if k in ([c] if c else sc.media_controllers())})
     rows = []
-    with progress_bar(sum(sc.duration_s for sc in loaded) * repeat * len(choices)) as cb:
+    with progress_bar(sum(sc.duration_s for sc in loaded) * repeat * len(choices), enabled=not quiet) as cb:
         for sc in loaded:
             for c in choices:
                 own = {k: v for k, v in by_controller.items() if k in ([c] if c else sc.media_controllers())}
@@ -159,7 +201,8 @@ def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], params: tupl
 @seed_option
 @set_option
 @click.option("--no-packets", is_flag=True, help="Do not keep the per-packet logs.")
-def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[str, ...], no_packets: bool) -> None:
+@quiet_option
+def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[str, ...], no_packets: bool, quiet: bool) -> None:
     """Compare every controller on a few built-in scenarios (incl. a real trace) and write one report.html."""
     from ratelab.native import all_controller_names
 
@@ -173,7 +216,7 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
     done: list[ScenarioRun] = []
     report = out / "report.html"
     try:
-        with progress_bar(sum(sc.duration_s for sc, _, _ in plan) * len(names)) as cb:
+        with progress_bar(sum(sc.duration_s for sc, _, _ in plan) * len(names), enabled=not quiet) as cb:
             for sc, title, folder in plan:
                 try:
                     res = run_scenario(sc, names, seed=seed, out_dir=out / folder, packets=not no_packets, progress=cb)
@@ -193,17 +236,19 @@ def demo(out: Path, controllers: tuple[str, ...], seed: int, overrides: tuple[st
 
 @cli.command()
 @click.argument("paper", type=click.Choice(["lcc", "iris", "dcrc", "cross", "r3net"]))
-@click.option("--seeds", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--seeds", type=Number(SEEDS), default=None, metavar="N",
               help="Seeds 1..N per experiment.  [default: the paper's own: lcc 10, iris 5, dcrc 10, cross 10]")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Simulations run in parallel (worker processes).  [default: all cores]")
+@click.option("-j", "--workers", "--jobs", "jobs", type=Number(WORKERS), default=None, metavar="N",
+              help="Simulations run in parallel (worker processes; --jobs is the old spelling).  [default: all cores]")
 @click.option("--quick", is_flag=True, help="Shorter runs and fewer cases (a smoke test, not the reproduction).")
+@quiet_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("docs/reproductions"),
               show_default=True, help="Folder for <paper>.md and its figures <paper>/*.png.")
-@click.option("--duration", type=click.FloatRange(0, MAX_DURATION_S, min_open=True), default=120.0, show_default=True,
+@click.option("--duration", type=Number("duration_s"), default=120.0, show_default=True,
               help="r3net only: seconds per trace run.")
 @click.option("--model", type=click.Path(dir_okay=False, exists=True), default=None, help="r3net only: ONNX model (default: shipped).")
-def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out: Path, duration: float, model: str | None) -> None:
+def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, quiet: bool, out: Path, duration: float,
+              model: str | None) -> None:
     """Run PAPER's experiments (several seeds, in parallel) and write <out>/PAPER.md: paper vs ours, claim by claim."""
     if paper == "r3net":
         # Paper 004 Table 1 over the held-out test traces (ratelab.rl.reproduce; needs no torch).
@@ -220,10 +265,10 @@ def reproduce(paper: str, seeds: int | None, jobs: int | None, quick: bool, out:
     from ratelab.campaign.engines import default_workers
 
     n_jobs = jobs or default_workers()
-    command = f"ratelab reproduce {paper} --seeds {n_seeds} --jobs {n_jobs}" + (" --quick" if quick else "")
+    command = f"ratelab reproduce {paper} --seeds {n_seeds} --workers {n_jobs}" + (" --quick" if quick else "")
     if out != Path("docs/reproductions"):
         command += f" --out {out}"
-    outcome = run_reproduction(spec, list(range(1, n_seeds + 1)), n_jobs, quick, out, command, progress=True)
+    outcome = run_reproduction(spec, list(range(1, n_seeds + 1)), n_jobs, quick, out, command, progress=not quiet)
     checked = [c for c in outcome.claims if c.holds is not None]
     console = make_console()
     console.print(f"{paper}: {sum(1 for c in checked if c.holds)} of {len(checked)} claims hold "

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ratelab.cli.app import cli, controller_params, finish_runs, param_option, scenario_run_options, seed_option
+from ratelab.cli.options import TIMEOUT_S, Number
 from ratelab.errors import InputError
 from ratelab.run.live import (FEEDBACK_FORMATS, emulate, flow_document, link_document, recv, run_live, send)
 from ratelab.run.results import strict_json
@@ -52,17 +53,19 @@ def live_run(scenario: str, controllers: tuple[str, ...], params: tuple[str, ...
 @click.option("--to", "to", required=True, metavar="HOST:PORT", help="Where the receiver (or the emulator) listens.")
 @click.option("-c", "--controller", default="gcc", show_default=True, metavar="NAME", help="Congestion controller.")
 @param_option
-@click.option("--duration", type=float, default=60.0, show_default=True, help="Seconds to send.")
-@click.option("--start-kbps", type=float, default=300.0, show_default=True)
-@click.option("--min-kbps", type=float, default=150.0, show_default=True)
-@click.option("--max-kbps", type=float, default=5000.0, show_default=True)
+@click.option("--duration", type=Number("duration_s"), default=60.0, show_default=True, help="Seconds to send.")
+@click.option("--start-kbps", type=Number("flows[*].media.start_kbps"), default=300.0, show_default=True)
+@click.option("--min-kbps", type=Number("flows[*].media.min_kbps"), default=150.0, show_default=True)
+@click.option("--max-kbps", type=Number("flows[*].media.max_kbps"), default=5000.0, show_default=True)
 @click.option("--bind", default="0.0.0.0:0", show_default=True, metavar="ADDR", help="Local address to send from.")
-@click.option("--timeout", type=float, default=10.0, show_default=True, help="Give up after this many seconds without feedback.")
+@click.option("--timeout", type=Number(TIMEOUT_S), default=10.0, show_default=True, help="Give up after this many seconds without feedback.")
 @seed_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Also write sender.json here.")
 def live_send(to: str, controller: str, params: tuple[str, ...], duration: float, start_kbps: float, min_kbps: float,
               max_kbps: float, bind: str, timeout: float, seed: int, out: Path | None) -> None:
     """Send one synthetic video flow over RTP to HOST:PORT, adapting to its feedback."""
+    if max_kbps < min_kbps:  # as a scenario's media.max_kbps must be ≥ min_kbps
+        raise InputError("--max-kbps", "", f"{max_kbps:g} must be ≥ --min-kbps {min_kbps:g}")
     check_controllers([controller])
     p = controller_params(params, [controller]).get(controller, {})
     flow = flow_document(controller, p, {"start_kbps": start_kbps, "min_kbps": min_kbps, "max_kbps": max_kbps})
@@ -75,11 +78,12 @@ def live_send(to: str, controller: str, params: tuple[str, ...], duration: float
 @click.option("--listen", required=True, metavar="ADDR", help="Address to receive on, e.g. 0.0.0.0:5004.")
 @click.option("--peer", default=None, metavar="HOST:PORT", help="Accept packets only from this address (default: the first sender).")
 @fb_option
-@click.option("--interval-ms", type=float, default=50.0, show_default=True, help="Feedback interval.")
+@click.option("--interval-ms", type=Number("flows[*].feedback.interval_ms"), default=50.0, show_default=True, help="Feedback interval.")
 @click.option("-c", "--controller", default="gcc", show_default=True, metavar="NAME",
               help="The sender's controller (its receiver-side estimator, if any, runs here and reports by REMB).")
-@click.option("--timeout", type=float, default=30.0, show_default=True, help="Give up when nothing arrives for this many seconds at the start.")
-@click.option("--max-duration", type=float, default=0.0, help="Stop after this many seconds (default: at the sender's BYE).")
+@click.option("--timeout", type=Number(TIMEOUT_S), default=30.0, show_default=True, help="Give up when nothing arrives for this many seconds at the start.")
+@click.option("--duration", "--max-duration", "max_duration", type=Number("duration_s", zero="at the sender's BYE"), default=0.0,
+              help="Stop after this many seconds (default: at the sender's BYE).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Also write receiver.json here.")
 def live_recv(listen: str, peer: str | None, feedback: str, interval_ms: float, controller: str, timeout: float,
               max_duration: float, out: Path | None) -> None:
@@ -94,13 +98,13 @@ def live_recv(listen: str, peer: str | None, feedback: str, interval_ms: float, 
 @click.option("--listen", required=True, metavar="ADDR", help="Address the sender sends to.")
 @click.option("--forward", required=True, metavar="HOST:PORT", help="Where packets are relayed to (the receiver).")
 @click.option("--trace", default=None, help="Capacity trace (CSV, mahimahi or OpenNetLab JSON; shipped names work).")
-@click.option("--capacity-kbps", type=float, default=None, help="Constant capacity instead of a trace.")
-@click.option("--delay-ms", type=float, default=0.0, show_default=True, help="One-way propagation delay (forward).")
-@click.option("--reverse-delay-ms", type=float, default=None, help="Delay of the reverse direction [default: --delay-ms].")
-@click.option("--queue-ms", type=float, default=None, help="Drop-tail queue in ms at the initial capacity.")
-@click.option("--queue-packets", type=int, default=None, help="Drop-tail queue in packets.")
-@click.option("--loss", type=float, default=0.0, show_default=True, help="Random loss probability (forward).")
-@click.option("--duration", type=float, default=0.0, help="Stop after this many seconds (default: Ctrl-C).")
+@click.option("--capacity-kbps", type=Number("link.capacity_kbps"), default=None, help="Constant capacity instead of a trace.")
+@click.option("--delay-ms", type=Number("flows[*].one_way_delay_ms"), default=0.0, show_default=True, help="One-way propagation delay (forward).")
+@click.option("--reverse-delay-ms", type=Number("flows[*].return_delay_ms"), default=None, help="Delay of the reverse direction [default: --delay-ms].")
+@click.option("--queue-ms", type=Number("link.queue.ms"), default=None, help="Drop-tail queue in ms at the initial capacity.")
+@click.option("--queue-packets", type=Number("link.queue.packets", integer=True), default=None, help="Drop-tail queue in packets.")
+@click.option("--loss", type=Number("link.loss"), default=0.0, show_default=True, help="Random loss probability (forward).")
+@click.option("--duration", type=Number("duration_s", zero="until Ctrl-C"), default=0.0, help="Stop after this many seconds (default: Ctrl-C).")
 @seed_option
 @click.option("--capture", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write every datagram received (both directions) to this pcap file.")

@@ -451,7 +451,7 @@ class ReportContext:
             f"standard deviation (n − 1) over the seeds, each seed one independent simulation "
             f"(random loss, encoder noise and controller randomness drawn from it). {runs} simulations, "
             f"{results.wall_s:.0f} s of simulator time on {n_jobs} worker process{'es' if n_jobs != 1 else ''} "
-            f"({wall_s:.0f} s wall); the numbers do not depend on `--jobs`."
+            f"({wall_s:.0f} s wall); the numbers do not depend on `--workers`."
             + (" **Quick mode**: shortened runs and fewer cases; not the committed reproduction." if self.quick else ""),
             intro.strip(),
             "## Claims at a glance",

@@ -8,7 +8,7 @@ starts inside a chunk). Time-limit ends are bootstrapped with the critic's value
 observation. Adam (lr 3e-5, eps 1e-5), clip 0.2, γ 0.99, λ 0.95, gradient-norm clip 0.5, no
 entropy bonus: the DeepRL defaults the paper's code base uses (spec 10.2 table).
 
-Run ``ratelab train r3net --steps N --envs N --out DIR`` (or ``python -m ratelab.rl.train``).
+Run ``ratelab train r3net --steps N --envs N --out DIR`` (its options: :mod:`ratelab.rl.config`).
 ``DIR`` receives ``checkpoint.pt`` (resumable with ``--resume``), ``scalars.csv``,
 ``learning_curve.png`` and ``r3net.onnx`` (the latest snapshot).
 
@@ -23,61 +23,21 @@ and ``best.onnx`` (metadata ``val_reward``, ``val_update``).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
 import math
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
+from ratelab.rl.config import TrainConfig
 from ratelab.rl.env import BandwidthEstimationVectorEnv
 from ratelab.rl.model import R3Net, export_onnx, mapping_metadata
-
-
-@dataclass
-class TrainConfig:
-    steps: int = 2_000_000          # environment steps in total (all envs together)
-    envs: int = 64                  # parallel environments
-    rollout: int = 128              # steps per environment per update (8192 per update; DeepRL: 2048)
-    seq_len: int = 32               # BPTT chunk length (spec 10.2: sequence minibatches)
-    minibatch: int = 2048           # transitions per minibatch (= 64 chunks of 32; DeepRL: 64)
-    epochs: int = 4                 # PPO epochs per update (DeepRL: 10; fewer for the CPU budget)
-    lr: float = 3e-4                # paper 004: 3e-5 (with 10 epochs of 64-sample minibatches, i.e. ~40× more
-                                    # optimizer steps per sample than here; see docs/models/r3net.md)
-    adam_eps: float = 1e-5
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip: float = 0.2
-    grad_clip: float = 0.5
-    value_coef: float = 0.5
-    entropy_coef: float = 0.0
-    reward_scale: float = 0.01      # rewards are multiplied by this for the critic (policy optimum unchanged)
-    init_std: float = 0.05          # spec 10.2 suggestion (OpenNetLab) instead of DeepRL's 0.693
-    init_action: float = 0.1        # initial mean action (0.8 Mbit/s linear)
-    hidden: int = 64
-    seed: int = 0
-    duration_s: float = 30.0        # episode length
-    traces: str = "train"           # shipped trace set (plus synthetic traces, see EnvConfig)
-    mapping: str = "linear"
-    env_threads: int = 1
-    torch_threads: int = 1
-    checkpoint_every: int = 10      # updates
-    val_every: int = 20             # updates between validations (0: none); ~7 % of the update time
-    val_episodes: int = 64          # validation episodes (all in parallel)
-    val_seed: int = 7               # seeds the validation episodes and their action noise
-    val_traces: str = "val"         # trace split of the validation episodes (plus synthetic ones)
-    env_config: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def batch(self) -> int:
-        return self.envs * self.rollout
 
 
 def _save_atomic(state: dict[str, Any], path: Path) -> None:
@@ -92,8 +52,6 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, out: str | Path, resume: bool = False,
                  log: Callable[[str], None] = print):
         self.cfg, self.out, self.log = cfg, Path(out), log
-        if cfg.rollout % cfg.seq_len:
-            raise ValueError("rollout must be a multiple of seq_len")
         self.out.mkdir(parents=True, exist_ok=True)
         torch.set_num_threads(max(1, cfg.torch_threads))
         torch.manual_seed(cfg.seed)
@@ -389,32 +347,3 @@ def plot_learning_curve(csv_path: str | Path, png: str | Path) -> Path | None:
     fig.savefig(png, dpi=120)
     plt.close(fig)
     return Path(png)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="ratelab train r3net", description=__doc__.split("\n\n")[0])
-    d = TrainConfig()
-    p.add_argument("--steps", type=int, default=d.steps)
-    p.add_argument("--envs", type=int, default=d.envs)
-    p.add_argument("--out", default="out/r3net")
-    p.add_argument("--resume", action="store_true")
-    for f in ("rollout", "seq_len", "minibatch", "epochs", "seed", "env_threads", "torch_threads", "checkpoint_every",
-              "val_every", "val_episodes", "val_seed"):
-        p.add_argument("--" + f.replace("_", "-"), type=int, default=getattr(d, f))
-    for f in ("lr", "gamma", "gae_lambda", "clip", "init_std", "init_action", "duration_s", "reward_scale", "entropy_coef"):
-        p.add_argument("--" + f.replace("_", "-"), type=float, default=getattr(d, f))
-    p.add_argument("--traces", default=d.traces, help="train, val, test, all or none (synthetic only)")
-    p.add_argument("--val-traces", default=d.val_traces, help="trace split of the validation episodes")
-    p.add_argument("--mapping", default=d.mapping, choices=["linear", "log"])
-    p.add_argument("--env-config", default="{}", help="JSON overrides of the environment distribution")
-    a = p.parse_args(argv)
-    kw = {f.name: getattr(a, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(a, f.name)}
-    kw["env_config"] = json.loads(a.env_config)
-    cfg = TrainConfig(**kw)
-    onnx_path = Trainer(cfg, a.out, resume=a.resume).train()
-    print(f"model: {onnx_path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

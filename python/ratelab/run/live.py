@@ -128,6 +128,8 @@ def _call(fn, *args, source: str) -> dict[str, Any]:
         raise from_core(exc, source) from None
     except ValueError as exc:
         raise InputError(source, "", str(exc)) from None
+    except OSError as exc:  # an address that cannot be bound or reached (`--listen 8.8.8.8:5000`)
+        raise InputError(source, "", str(exc)) from None
 
 
 def send(to: str, flow: dict[str, Any], options: dict[str, Any], bind: str = "0.0.0.0:0") -> dict[str, Any]:
