@@ -49,7 +49,7 @@ impl Gcc {
     /// calls it; drivers call that when the scenario's route changes.
     pub fn on_network_route_change(&mut self, now: Time, mut c: Constraints) -> Update {
         if self.cfg.safe_reset_on_route_change {
-            let estimate = if self.cfg.safe_reset_acked { self.acked.bitrate() } else { self.started.then(|| self.ssbe.target()) };
+            let estimate = if self.cfg.safe_reset_acked { self.acked.bitrate() } else { Some(self.ssbe.target()) };
             if let Some(e) = estimate {
                 c.start_rate = if c.start_rate.is_zero() { e } else { c.start_rate.min(e) };
             }
