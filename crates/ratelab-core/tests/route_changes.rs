@@ -122,6 +122,17 @@ fn deterministic_with_route_changes() {
 }
 
 #[test]
+fn a_route_change_after_the_end_never_happens() {
+    // `--set duration_s=4` on a scenario whose route changes at 5 s: valid, the link stays.
+    let mut v = fixed_handover("drop");
+    v["duration_s"] = 4.into();
+    let mut sim = build_simulation(&scenario(v), 1, None).unwrap();
+    sim.run_to_end();
+    let series = sim.take_series();
+    assert!(series.capacity_kbps.iter().all(|&c| c == 2000.0));
+}
+
+#[test]
 fn bad_route_changes_are_one_line_errors_naming_the_field() {
     let err = |patch: &dyn Fn(&mut serde_json::Value)| {
         let mut v = fixed_handover("drop");
@@ -130,7 +141,7 @@ fn bad_route_changes_are_one_line_errors_naming_the_field() {
         assert!(!e.to_string().contains('\n'), "{e}");
         (e.field, e.message)
     };
-    assert_eq!(err(&|v| v["route_changes"][0]["at_s"] = 8.into()).0, "route_changes[0].at_s");
+    assert_eq!(err(&|v| v["route_changes"][0]["at_s"] = (-1).into()).0, "route_changes[0].at_s");
     assert_eq!(err(&|v| v["route_changes"][0]["link"]["loss"] = 2.into()).0, "route_changes[0].link.loss");
     assert_eq!(err(&|v| v["route_changes"][0]["link"]["steps"] = serde_json::json!([[0, 100]])).0, "route_changes[0].link");
     assert_eq!(err(&|v| v["route_changes"][0]["flows"] = serde_json::json!([3])).0, "route_changes[0].flows[0]");
