@@ -47,7 +47,10 @@ fn capacity_delay_and_queue_change_at_the_given_time() {
     let after = owd(5.2, 7.5);
     assert!(after.iter().all(|&d| d >= 70.0), "{:?}", after.iter().cloned().fold(f64::INFINITY, f64::min));
     assert!(after.iter().cloned().fold(0.0, f64::max) > 230.0, "the new route's queue fills");
+    // The summary's capacity is over the whole run: 2000 kbit/s for 5 s, then 500 for 3 s.
+    assert_eq!(s.link.capacity_kbps_mean, (2000.0 * 5.0 + 500.0 * 3.0) / 8.0);
     let f = &s.flows[0];
+    assert!((f.utilization - f.throughput_kbps / s.link.capacity_kbps_mean).abs() < 1e-9);
     assert!(f.packets_lost > 0);
     assert_eq!(f.packets_sent, f.packets_received + f.packets_lost + in_flight(&log));
 }

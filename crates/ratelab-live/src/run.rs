@@ -204,7 +204,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         metrics.push(m);
     }
     let records: Vec<FlowRecord> = specs.iter().zip(&metrics).map(|(s, m)| FlowRecord { info: &s.info, metrics: m, video: Some(m.video.unwrap_or_default()) }).collect();
-    let links: Vec<LinkRecord> = (0..capacities.len()).map(|d| LinkRecord { capacity: &capacities[d], stats: eres.link_stats[d] }).collect();
+    let links: Vec<LinkRecord> = (0..capacities.len()).map(|d| LinkRecord { capacity: &capacities[d], route_changes: &[], stats: eres.link_stats[d] }).collect();
     let events = sres.iter().map(|r| r.stats.packets_sent).sum::<u64>() + rres.iter().map(|r| r.stats.feedback_packets).sum::<u64>();
     let mut summary = summarize(end, events, &links, &records);
     // Queuing delay: the emulator's ground truth per flow (the receiver alone can only estimate it).

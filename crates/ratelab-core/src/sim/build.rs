@@ -184,6 +184,7 @@ pub fn build_simulation_ext(sc: &Scenario, seed: u64, controller_override: Optio
         });
     }
 
+    routes.capacities = routed_capacities.clone();
     let specs = expand_flows(sc, controller_override);
     // Activity windows of the flows sharing each direction's link (the oracle's fair share).
     let windows = activity_windows(&specs);

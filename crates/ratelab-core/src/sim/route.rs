@@ -10,6 +10,7 @@
 //! random number; the new link's loss draws from the run's link RNG as the old one did.
 
 use super::{Event, FlowState, Simulation};
+use crate::network::capacity::CapacitySchedule;
 use crate::network::link::Link;
 use crate::scenario::{Direction, QueuedOnRouteChange, Scenario};
 use crate::units::{Duration, Time};
@@ -33,13 +34,16 @@ pub(super) struct Routes {
     pub(super) changes: Vec<RouteChange>,
     /// `delay_ms` of the link in effect, by direction.
     pub(super) link_delay: [Duration; 2],
+    /// Each link's capacity over the run, by direction: `(from, schedule)`, the scenario's
+    /// from 0, then each route change's (for the summary and the oracle's fair share).
+    pub(super) capacities: Vec<Vec<(Time, CapacitySchedule)>>,
 }
 
 impl Routes {
     /// The link delays of the scenario; route changes are added by the builder.
     pub(super) fn new(sc: &Scenario) -> Self {
         let d = |ms: f64| Duration::from_ms_f64(ms);
-        Routes { changes: Vec::new(), link_delay: [d(sc.link.delay_ms), sc.reverse_link.as_ref().map_or(Duration::ZERO, |l| d(l.delay_ms))] }
+        Routes { changes: Vec::new(), link_delay: [d(sc.link.delay_ms), sc.reverse_link.as_ref().map_or(Duration::ZERO, |l| d(l.delay_ms))], capacities: Vec::new() }
     }
 }
 
