@@ -96,9 +96,10 @@ impl Link {
     pub fn service_end(&self) -> Option<Time> { self.in_service.as_ref().map(|(_, end)| *end) }
 
     /// A route change: from `now` the link is `new` (capacity, queue limit, loss, trace
-    /// overlay, whose times start now); counters, the FIFO exit order and, with `carry`, the
-    /// queue and the packet in service stay. Without `carry` the queued packets and the one in
-    /// service are returned, counted as queue drops (the old interface is gone).
+    /// overlay, whose times start now); the counters and, with `carry`, the queue and the
+    /// packet in service stay. Without `carry` the queued packets and the one in service are
+    /// returned, counted as queue drops (the old interface is gone). Exits on the new route
+    /// are not held behind the old route's trace delay (a new path may reorder).
     pub fn reroute(&mut self, now: Time, new: Link, carry: bool) -> Vec<Packet> {
         self.capacity = new.capacity.starting_at(now);
         self.limit = new.limit;
@@ -107,6 +108,7 @@ impl Link {
         self.loss_after = new.loss_after;
         self.overlay = new.overlay;
         self.origin = now - Time::ZERO;
+        self.last_exit = Time::ZERO;
         if carry { return Vec::new(); }
         let mut lost: Vec<Packet> = self.in_service.take().map(|(p, _)| p).into_iter().collect();
         lost.extend(self.queue.drain(..));
