@@ -2,7 +2,7 @@
 """Every controller through the built-in ``handover`` scenario (docs/scenarios.md, route changes).
 
 One panel per controller: the link capacity (grey), the controller's target (blue) and the rate
-the receiver got (orange), with the route changes marked; the title gives each run's mean
+the receiver got (orange, 0.5 s mean), with the route changes marked; the title gives each run's mean
 throughput and p95 one-way delay over the whole run. Runs the extension built from this tree:
 
     PYTHONPATH=python python3 tools/handover_figure.py --out docs/figures/handover.png
@@ -51,8 +51,12 @@ def main() -> None:
         t = np.asarray(s["t_s"])
         first = np.asarray(s["flow"]) == 0
         ax.step(t[first], np.asarray(s["capacity_kbps"])[first] / 1000, where="post", color="0.6", lw=1, label="capacity")
+        # The received rate per series interval is bursty (frames, feedback batches): 0.5 s mean.
+        recv = np.asarray(s["recv_kbps"])[first] / 1000
+        k = max(1, int(round(0.5 / np.median(np.diff(t[first]))))) if first.sum() > 1 else 1
+        recv = np.convolve(recv, np.ones(k) / k, mode="same")
+        ax.plot(t[first], recv, color="tab:orange", lw=0.9, label="received (0.5 s mean)")
         ax.plot(t[first], np.asarray(s["target_kbps"])[first] / 1000, color="tab:blue", lw=0.9, label="target")
-        ax.plot(t[first], np.asarray(s["recv_kbps"])[first] / 1000, color="tab:orange", lw=0.7, alpha=0.8, label="received")
         for x in changes:
             ax.axvline(x, color="k", ls=":", lw=0.8)
         f = summary["flows"][0]
