@@ -164,6 +164,12 @@ pub trait Controller: Send {
     /// rate-shaping buffer `L_s` of RFC 8698 §5.2), reported right before every
     /// [`Controller::on_tick`]. Controllers that do not model the sender queue ignore it.
     fn on_sender_queue(&mut self, _now: Time, _queue: Bytes) -> Update { Update::default() }
+    /// The network route changed (Wi-Fi ↔ cellular, a new ICE candidate pair: libwebrtc's
+    /// `OnNetworkRouteChange`); `constraints` are the application's rate limits, re-sent with
+    /// it. Whatever the controller learned about the old path may be wrong for the new one.
+    /// Default: nothing (the controller keeps its state and learns the new path from feedback);
+    /// each controller's doc says what it does.
+    fn on_route_change(&mut self, _now: Time, _constraints: Constraints) -> Update { Update::default() }
     /// Internal values worth plotting; appended to `out`.
     fn diagnostics(&self, _out: &mut Diagnostics) {}
 }

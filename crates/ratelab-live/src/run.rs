@@ -95,6 +95,11 @@ fn join<T>(h: JoinHandle<T>, what: &str) -> Result<T, ConfigError> {
 
 /// The media flows of `sc` as live mode runs them; TCP flows are the simulator's only.
 fn live_flows(sc: &Scenario, controller: Option<&str>) -> Result<Vec<FlowSpec>, ConfigError> {
+    // The emulator's links are fixed for the run and the senders have no route-change hook yet
+    // (docs/live.md): refuse rather than run a different experiment than the scenario says.
+    if !sc.route_changes.is_empty() {
+        return Err(ConfigError::new("route_changes", "live mode does not apply route changes yet; run the scenario in the simulator (`ratelab run`)"));
+    }
     if let Some(i) = sc.flows.iter().position(|f| f.kind == FlowKind::Tcp) {
         return Err(ConfigError::new(format!("flows[{i}].kind"), "TCP flows run in the simulator only (`ratelab run`); live mode runs media flows"));
     }
@@ -199,7 +204,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         metrics.push(m);
     }
     let records: Vec<FlowRecord> = specs.iter().zip(&metrics).map(|(s, m)| FlowRecord { info: &s.info, metrics: m, video: Some(m.video.unwrap_or_default()) }).collect();
-    let links: Vec<LinkRecord> = (0..capacities.len()).map(|d| LinkRecord { capacity: &capacities[d], stats: eres.link_stats[d] }).collect();
+    let links: Vec<LinkRecord> = (0..capacities.len()).map(|d| LinkRecord { capacity: &capacities[d], route_changes: &[], stats: eres.link_stats[d] }).collect();
     let events = sres.iter().map(|r| r.stats.packets_sent).sum::<u64>() + rres.iter().map(|r| r.stats.feedback_packets).sum::<u64>();
     let mut summary = summarize(end, events, &links, &records);
     // Queuing delay: the emulator's ground truth per flow (the receiver alone can only estimate it).
@@ -270,4 +275,19 @@ fn join_packets(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResul
     let mut packets = PacketLog::default();
     for (send, flow, seq, size, recv) in rows { packets.push(flow, seq, Bytes::new(size as i64), send, recv, recv.is_none()); }
     packets
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_changes_are_refused_with_one_line_naming_the_field() {
+        let v = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000}, "flows": [{"kind": "media"}],
+                                   "route_changes": [{"at_s": 2, "link": {"capacity_kbps": 500}}]});
+        let sc = Scenario::from_json(&v.to_string()).unwrap();
+        let e = live_flows(&sc, None).unwrap_err();
+        assert_eq!(e.field, "route_changes");
+        assert!(!e.to_string().contains('\n'));
+    }
 }

@@ -40,11 +40,10 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> PyResult<T> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|_| panic_err(what))
 }
 
-/// Parse a scenario and load its trace file (if any) into `trace_content`.
+/// Parse a scenario and load its trace files (links, route changes) into `trace_content`.
 fn load_scenario(py: Python<'_>, json: &str) -> PyResult<Scenario> {
     let mut sc = guarded("scenario parsing", || Scenario::from_json(json))?.map_err(|e| config_err(py, e))?;
-    read_trace(py, &mut sc.link)?;
-    if let Some(r) = sc.reverse_link.as_mut() { read_trace(py, r)?; }
+    for link in sc.links_mut() { read_trace(py, link)?; }
     Ok(sc)
 }
 

@@ -9,23 +9,33 @@ pub struct CapacitySchedule {
     steps: Vec<(Time, Bitrate)>,
     /// Loop period (a looped trace restarts at this time); `None` holds the last rate forever.
     period: Option<Duration>,
+    /// Absolute time of the schedule's time 0 (a route change's new link starts its steps
+    /// and its trace when it takes over).
+    origin: Duration,
 }
 
 impl CapacitySchedule {
-    pub fn constant(rate: Bitrate) -> Self { CapacitySchedule { steps: vec![(Time::ZERO, rate)], period: None } }
+    pub fn constant(rate: Bitrate) -> Self { CapacitySchedule { steps: vec![(Time::ZERO, rate)], period: None, origin: Duration::ZERO } }
 
     /// Steps must start at increasing times; a schedule not starting at 0 gets its first rate from 0.
     pub fn stepped(mut steps: Vec<(Time, Bitrate)>, period: Option<Duration>) -> Self {
         if steps.is_empty() { steps.push((Time::ZERO, Bitrate::ZERO)); }
         steps[0].0 = Time::ZERO;
         let period = period.filter(|p| p.as_us() > 0);
-        CapacitySchedule { steps, period }
+        CapacitySchedule { steps, period, origin: Duration::ZERO }
     }
 
     pub fn steps(&self) -> &[(Time, Bitrate)] { &self.steps }
 
-    /// Map an absolute time to (index of the step, time offset inside the loop, loop start).
+    /// The same schedule started at absolute time `origin` (its steps count from there).
+    pub fn starting_at(mut self, origin: Time) -> Self {
+        self.origin = origin - Time::ZERO;
+        self
+    }
+
+    /// Map an absolute time to (index of the step, absolute start of its loop).
     fn locate(&self, t: Time) -> (usize, Time) {
+        let (t, origin) = (t - self.origin, self.origin);
         let (local, base) = match self.period {
             Some(p) => {
                 let k = t.as_us().div_euclid(p.as_us());
@@ -34,7 +44,7 @@ impl CapacitySchedule {
             None => (t, Time::ZERO),
         };
         let i = self.steps.partition_point(|(s, _)| *s <= local).saturating_sub(1);
-        (i, base)
+        (i, base + origin)
     }
 
     pub fn rate_at(&self, t: Time) -> Bitrate { let (i, _) = self.locate(t); self.steps[i].1 }
@@ -96,6 +106,20 @@ mod tests {
         let s = CapacitySchedule::stepped(vec![(Time::ZERO, Bitrate::from_kbps(1000)), (Time::from_ms(10), Bitrate::from_kbps(2000))], None);
         assert_eq!(s.transmit_end(Time::ZERO, Bytes::new(3000)), Time::from_ms(17));
         assert_eq!(s.transmit_end(Time::from_ms(20), Bytes::new(250)), Time::from_ms(21));
+    }
+
+    #[test]
+    fn a_schedule_started_later_counts_its_steps_from_there() {
+        // 1 Mbit/s, 2 Mbit/s from 10 ms, started at 1 s: the step is at 1.010 s.
+        let s = CapacitySchedule::stepped(vec![(Time::ZERO, Bitrate::from_kbps(1000)), (Time::from_ms(10), Bitrate::from_kbps(2000))], None).starting_at(Time::from_ms(1000));
+        assert_eq!(s.rate_at(Time::from_ms(1009)), Bitrate::from_kbps(1000));
+        assert_eq!(s.rate_at(Time::from_ms(1010)), Bitrate::from_kbps(2000));
+        assert_eq!(s.transmit_end(Time::from_ms(1000), Bytes::new(3000)), Time::from_ms(1017));
+        // Looped with a 200 ms period from 1 s: 1.2 s is the start of the second loop.
+        let l = CapacitySchedule::stepped(vec![(Time::ZERO, Bitrate::ZERO), (Time::from_ms(100), Bitrate::from_kbps(800))], Some(Duration::from_ms(200))).starting_at(Time::from_ms(1000));
+        assert_eq!(l.rate_at(Time::from_ms(1150)), Bitrate::from_kbps(800));
+        assert_eq!(l.rate_at(Time::from_ms(1250)), Bitrate::ZERO);
+        assert_eq!(l.transmit_end(Time::from_ms(1250), Bytes::new(1000)), Time::from_ms(1310));
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct Link {
     overlay: Option<(Trace, bool)>,
     /// Latest exit time after the trace delay (keeps the link FIFO when the delay drops).
     last_exit: Time,
+    /// Absolute time of the overlay trace's time 0 (a route change's link starts it then).
+    origin: Duration,
     pub stats: LinkStats,
 }
 
@@ -60,7 +62,7 @@ pub enum Enqueued {
 
 impl Link {
     pub fn new(capacity: CapacitySchedule, limit: QueueLimit, loss: LossModel, loss_start: Time) -> Self {
-        Link { capacity, limit, loss, loss_start, loss_after: false, queue: VecDeque::new(), queue_bytes: Bytes::ZERO, in_service: None, overlay: None, last_exit: Time::ZERO, stats: LinkStats::default() }
+        Link { capacity, limit, loss, loss_start, loss_after: false, queue: VecDeque::new(), queue_bytes: Bytes::ZERO, in_service: None, overlay: None, last_exit: Time::ZERO, origin: Duration::ZERO, stats: LinkStats::default() }
     }
 
     /// Move the random loss model from the link's entrance to its exit (spec 5.9).
@@ -84,12 +86,36 @@ impl Link {
     /// extra delay (if any), never before an earlier packet.
     pub fn exit_time(&mut self, now: Time) -> Time {
         let Some((tr, looped)) = &self.overlay else { return now };
-        let extra = tr.sample_at(now, *looped).and_then(|s| s.delay).unwrap_or(Duration::ZERO);
+        let extra = tr.sample_at(now - self.origin, *looped).and_then(|s| s.delay).unwrap_or(Duration::ZERO);
         self.last_exit = self.last_exit.max(now + extra);
         self.last_exit
     }
 
     pub fn capacity(&self) -> &CapacitySchedule { &self.capacity }
+    /// When the transmission in service ends (a driver's pending end event is stale otherwise).
+    pub fn service_end(&self) -> Option<Time> { self.in_service.as_ref().map(|(_, end)| *end) }
+
+    /// A route change: from `now` the link is `new` (capacity, queue limit, loss, trace
+    /// overlay, whose times start now); the counters and, with `carry`, the queue and the
+    /// packet in service stay. Without `carry` the queued packets and the one in service are
+    /// returned, counted as queue drops (the old interface is gone). Exits on the new route
+    /// are not held behind the old route's trace delay (a new path may reorder).
+    pub fn reroute(&mut self, now: Time, new: Link, carry: bool) -> Vec<Packet> {
+        self.capacity = new.capacity.starting_at(now);
+        self.limit = new.limit;
+        self.loss = new.loss;
+        self.loss_start = new.loss_start;
+        self.loss_after = new.loss_after;
+        self.overlay = new.overlay;
+        self.origin = now - Time::ZERO;
+        self.last_exit = Time::ZERO;
+        if carry { return Vec::new(); }
+        let mut lost: Vec<Packet> = self.in_service.take().map(|(p, _)| p).into_iter().collect();
+        lost.extend(self.queue.drain(..));
+        self.queue_bytes = Bytes::ZERO;
+        self.stats.queue_drops += lost.len() as u64;
+        lost
+    }
     /// Bytes waiting (not counting the packet being transmitted).
     pub fn queue_bytes(&self) -> Bytes { self.queue_bytes }
     pub fn queue_packets(&self) -> usize { self.queue.len() }
@@ -100,7 +126,7 @@ impl Link {
     pub fn enqueue(&mut self, now: Time, mut pkt: Packet, rng: &mut ChaCha8Rng) -> Enqueued {
         self.stats.arrived_packets += 1;
         self.stats.arrived_bytes += pkt.size.get();
-        let trace_loss = self.overlay.as_ref().and_then(|(tr, looped)| tr.sample_at(now, *looped).and_then(|s| s.loss));
+        let trace_loss = self.overlay.as_ref().and_then(|(tr, looped)| tr.sample_at(now - self.origin, *looped).and_then(|s| s.loss));
         let dropped = match trace_loss {
             Some(p) => p > 0.0 && rng.gen::<f64>() < p,
             None => !self.loss_after && now >= self.loss_start && self.loss.drop(rng),
@@ -189,6 +215,28 @@ mod tests {
         assert!(matches!(l.enqueue(Time::ZERO, pkt(0, 100), &mut rng), Enqueued::Accepted(Some(_))));
         assert!(matches!(l.enqueue(Time::ZERO, pkt(1, 100), &mut rng), Enqueued::Accepted(None)));
         assert!(matches!(l.enqueue(Time::ZERO, pkt(2, 100), &mut rng), Enqueued::Dropped(DropReason::QueueFull, _)));
+    }
+
+    #[test]
+    fn reroute_drops_or_carries_the_old_queue() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut l = Link::new(CapacitySchedule::constant(Bitrate::from_kbps(1000)), QueueLimit::Unlimited, LossModel::None, Time::ZERO);
+        for k in 0..3 { l.enqueue(Time::ZERO, pkt(k, 1000), &mut rng); }
+        // Drop: the packet in service and both queued ones are lost, counted as queue drops.
+        let fast = || Link::new(CapacitySchedule::constant(Bitrate::from_kbps(2000)), QueueLimit::Packets(1), LossModel::None, Time::ZERO);
+        let lost = l.reroute(Time::from_ms(4), fast(), false);
+        assert_eq!(lost.iter().map(|p| p.seq).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!((l.stats.queue_drops, l.queue_bytes(), l.service_end()), (3, Bytes::ZERO, None));
+        // The new route: 1000 B at 2 Mbit/s = 4 ms, and its one-packet queue limit.
+        assert!(matches!(l.enqueue(Time::from_ms(4), pkt(3, 1000), &mut rng), Enqueued::Accepted(Some(t)) if t == Time::from_ms(8)));
+        assert!(matches!(l.enqueue(Time::from_ms(4), pkt(4, 1000), &mut rng), Enqueued::Accepted(None)));
+        assert!(matches!(l.enqueue(Time::from_ms(4), pkt(5, 1000), &mut rng), Enqueued::Dropped(DropReason::QueueFull, _)));
+        // Carry: the packet in service keeps its end (8 ms), the queued one goes at the new rate.
+        let slow = Link::new(CapacitySchedule::constant(Bitrate::from_kbps(500)), QueueLimit::Unlimited, LossModel::None, Time::ZERO);
+        assert!(l.reroute(Time::from_ms(5), slow, true).is_empty());
+        assert_eq!(l.service_end(), Some(Time::from_ms(8)));
+        let (p, next) = l.complete(Time::from_ms(8)).unwrap();
+        assert_eq!((p.seq, next), (3, Some(Time::from_ms(24))));
     }
 
     /// Loss after the queue: every packet is accepted and transmitted (8 ms each at 1 Mbit/s),

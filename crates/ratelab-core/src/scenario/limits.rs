@@ -105,6 +105,9 @@ pub const LIMITS: &[Limit] = &[
     r("flows[*].tcp.dupack_threshold", 1.0, 1000.0, "packets"),
     gt("flows[*].tcp.delayed_ack_timeout_ms", 0.0, MAX_DELAY_MS, "ms"),
     r("flows[*].tcp.max_bytes", 0.0, 1e18, "bytes"),
+    // [[route_changes]] (their `link` has the ranges of `link`)
+    r("route_changes[*].at_s", 0.0, MAX_DURATION_S, "s"),
+    r("route_changes[*].flows[*]", 0.0, MAX_FLOWS as f64, ""),
     // [metrics]
     r("metrics.series_interval_ms", 1.0, 3_600_000.0, "ms"),
 ];
@@ -129,6 +132,9 @@ fn num(v: f64) -> String {
 /// The declared limit of a concrete field path (`reverse_link.queue.ms`, `flows[3].start_s`).
 pub fn limit_of(path: &str) -> Option<&'static Limit> {
     let path = path.strip_prefix("reverse_").filter(|p| p.starts_with("link")).unwrap_or(path);
+    // `route_changes[3].link.loss` has the range of `link.loss`.
+    let path = path.strip_prefix("route_changes[").and_then(|p| p.split_once("]."))
+        .filter(|(i, rest)| !i.is_empty() && i.bytes().all(|c| c.is_ascii_digit()) && rest.starts_with("link.")).map_or(path, |(_, rest)| rest);
     LIMITS.iter().find(|l| pattern_matches(l.field, path))
 }
 
@@ -196,6 +202,9 @@ mod tests {
         assert!(!pattern_matches("duration_s", "duration_s2"));
         assert_eq!(limit_of("reverse_link.queue.ms").unwrap().field, "link.queue.ms");
         assert!(limit_of("reverse_flows[0].start_s").is_none());
+        assert_eq!(limit_of("route_changes[2].link.queue.ms").unwrap().field, "link.queue.ms");
+        assert_eq!(limit_of("route_changes[2].at_s").unwrap().field, "route_changes[*].at_s");
+        assert!(limit_of("route_changes[x].link.loss").is_none());
     }
 
     #[test]
@@ -222,6 +231,7 @@ mod tests {
                 {"kind": "media", "stop_s": 9, "return_delay_ms": 10, "pauses": [[1, 2]]},
                 {"kind": "tcp", "on_off": {"file_bytes": 1000, "off_mean_s": 1}, "tcp": {}},
             ],
+            "route_changes": [{"at_s": 5, "flows": [0], "link": {"capacity_kbps": 500}}],
         });
         let mut leaves: Vec<String> = Vec::new();
         let sc = crate::scenario::Scenario::from_json(&full.to_string()).unwrap();

@@ -24,6 +24,10 @@ pub struct Scenario {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverse_link: Option<LinkConfig>,
     pub flows: Vec<FlowConfig>,
+    /// Route changes (handovers), in time order: at each, a link is replaced by a new route's
+    /// and the senders are told (sim/route.rs, docs/scenarios.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub route_changes: Vec<RouteChangeConfig>,
     /// Metrics settings.
     #[serde(default)]
     pub metrics: MetricsConfig,
@@ -85,6 +89,39 @@ pub struct QueueConfig {
     /// Queue in milliseconds at `rate_kbps` (default: the capacity at time 0).
     pub ms: Option<f64>,
     pub rate_kbps: Option<f64>,
+}
+
+/// A route change (Wi-Fi ↔ cellular, a new ICE candidate pair): from `at_s` on, the link of
+/// `direction` is the new route's `link` (capacity, delay, loss and queue all at once; step and
+/// trace times count from `at_s`), and the senders of `flows` get
+/// [`crate::controller::Controller::on_route_change`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteChangeConfig {
+    pub at_s: f64,
+    /// The link that changes: `forward` (`link`, default) or `reverse` (`reverse_link`).
+    #[serde(default)]
+    pub direction: Direction,
+    /// The new route.
+    pub link: LinkConfig,
+    /// Flow ids (after `count` is expanded) whose senders are told; default: every media flow
+    /// whose data crosses the link. `[]`: nobody is told (a silent path change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<Vec<u32>>,
+    /// Packets waiting in the old route's queue: `drop` (default: the old interface is gone,
+    /// they are lost) or `carry` (they wait for the new route). Packets already past the
+    /// queue (propagating) arrive either way.
+    #[serde(default)]
+    pub queued: QueuedOnRouteChange,
+}
+
+/// What a route change does to the old route's queue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueuedOnRouteChange {
+    #[default]
+    Drop,
+    Carry,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -324,7 +361,39 @@ impl Scenario {
             }
             if f.on_off.is_some() && f.kind != FlowKind::Tcp { return Err(ConfigError::new(format!("{p}.on_off"), "only TCP flows have an on/off pattern")); }
         }
+        self.validate_route_changes()
+    }
+
+    /// Route changes: in time order, on a link that exists, telling media flows. One at or after
+    /// the end never happens (as a capacity step there), so that `--set duration_s` can shorten
+    /// a scenario.
+    fn validate_route_changes(&self) -> Result<(), ConfigError> {
+        let kinds: Vec<FlowKind> = self.flows.iter().flat_map(|f| std::iter::repeat_n(f.kind, f.count as usize)).collect();
+        let mut prev = f64::NEG_INFINITY;
+        for (i, rc) in self.route_changes.iter().enumerate() {
+            let p = format!("route_changes[{i}]");
+            if rc.at_s < prev { return Err(ConfigError::new(format!("{p}.at_s"), format!("route changes must be in time order ({} s comes after {prev} s)", rc.at_s))); }
+            prev = rc.at_s;
+            if rc.direction == Direction::Reverse && self.reverse_link.is_none() {
+                return Err(ConfigError::new(format!("{p}.direction"), "\"reverse\" needs a [reverse_link] to change"));
+            }
+            validate_link(&format!("{p}.link"), &rc.link)?;
+            for (j, id) in rc.flows.iter().flatten().enumerate() {
+                let field = format!("{p}.flows[{j}]");
+                match kinds.get(*id as usize) {
+                    None => return Err(ConfigError::new(field, format!("no flow {id} (the scenario has {} flows, counts expanded)", kinds.len()))),
+                    Some(FlowKind::Tcp) => return Err(ConfigError::new(field, format!("flow {id} is a TCP flow; only media senders are told of a route change"))),
+                    Some(FlowKind::Media) => {}
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// Every link section: `link`, `reverse_link`, and each route change's new link (for
+    /// drivers that load trace files into `trace_content`).
+    pub fn links_mut(&mut self) -> impl Iterator<Item = &mut LinkConfig> {
+        std::iter::once(&mut self.link).chain(self.reverse_link.as_mut()).chain(self.route_changes.iter_mut().map(|r| &mut r.link))
     }
 }
 

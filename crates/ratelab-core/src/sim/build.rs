@@ -170,6 +170,22 @@ pub fn build_simulation_ext(sc: &Scenario, seed: u64, controller_override: Optio
     let mut capacities = Vec::new();
     for (section, l) in &link_cfgs { capacities.push(capacity_schedule(l).map_err(|e| e.prefixed(section))?); }
 
+    // Each direction's capacity over the run: the scenario's, then each route change's.
+    let mut routed_capacities: Vec<Vec<(Time, CapacitySchedule)>> = capacities.iter().map(|c| vec![(Time::ZERO, c.clone())]).collect();
+    let mut routes = super::route::Routes::new(sc);
+    for (i, rc) in sc.route_changes.iter().enumerate() {
+        let section = format!("route_changes[{i}].link");
+        let cap = capacity_schedule(&rc.link).map_err(|e| e.prefixed(&section))?;
+        let at = Time::from_secs_f64(rc.at_s);
+        routed_capacities[rc.direction.index()].push((at, cap.clone().starting_at(at)));
+        let link = build_link(&rc.link, cap, end).map_err(|e| e.prefixed(&section))?;
+        routes.changes.push(super::route::RouteChange {
+            at, dir: rc.direction, link: Some(link), delay: Duration::from_ms_f64(rc.link.delay_ms),
+            told: rc.flows.clone().unwrap_or_default(), carry: super::route::carries(rc.queued),
+        });
+    }
+
+    routes.capacities = routed_capacities.clone();
     let specs = expand_flows(sc, controller_override);
     // Activity windows of the flows sharing each direction's link (the oracle's fair share).
     let windows = activity_windows(&specs);
@@ -187,7 +203,7 @@ pub fn build_simulation_ext(sc: &Scenario, seed: u64, controller_override: Optio
                 let mut cx = BuildContext::new(derive_seed(seed, 1000 + id as u64));
                 cx.read_file = read_file.clone();
                 cx.external = external.clone();
-                cx.fair_share = Some(fair_share(capacities[dir.index()].clone(), windows.clone(), dir));
+                cx.fair_share = Some(fair_share_routed(routed_capacities[dir.index()].clone(), windows.clone(), dir));
                 cx.audio_kbps = Some(fc.media.audio_kbps);
                 FlowState::Media(Box::new(build_media_flow(fc, &field, &controller_name, &params, &cx, seed, id as u64)?))
             }
@@ -233,7 +249,13 @@ pub fn build_simulation_ext(sc: &Scenario, seed: u64, controller_override: Optio
         events_processed: 0,
         finished: false,
         abort: None,
+        routes,
     };
+    // Default audience of a route change: the media flows on its link.
+    for (i, rc) in sc.route_changes.iter().enumerate() {
+        if rc.flows.is_none() { sim.routes.changes[i].told = sim.media_flows_on(rc.direction); }
+    }
+    sim.schedule_route_changes();
     for f in &sim.flows {
         if f.start < end {
             sim.events.push(f.start, Event::FlowStart(f.info.id));
@@ -319,9 +341,16 @@ pub fn activity_windows(specs: &[FlowSpec]) -> Vec<(Direction, Time, Time)> {
 /// The `oracle`'s fair share on the link of direction `dir`: its capacity divided by the
 /// number of flows of that direction active at the time.
 pub fn fair_share(capacity: CapacitySchedule, windows: Vec<(Direction, Time, Time)>, dir: Direction) -> Arc<dyn Fn(Time) -> Bitrate + Send + Sync> {
+    fair_share_routed(vec![(Time::ZERO, capacity)], windows, dir)
+}
+
+/// [`fair_share`] on a link whose route changes: `capacities` are `(from, schedule)` in time
+/// order, each in effect from its time on.
+pub fn fair_share_routed(capacities: Vec<(Time, CapacitySchedule)>, windows: Vec<(Direction, Time, Time)>, dir: Direction) -> Arc<dyn Fn(Time) -> Bitrate + Send + Sync> {
     Arc::new(move |t: Time| {
         let n = windows.iter().filter(|(d, s, e)| *d == dir && *s <= t && t < *e).count().max(1);
-        capacity.rate_at(t) / n as i64
+        let i = capacities.partition_point(|(from, _)| *from <= t).saturating_sub(1);
+        capacities[i].1.rate_at(t) / n as i64
     })
 }
 

@@ -11,6 +11,7 @@ pub mod control;
 pub mod env;
 pub mod events;
 pub mod media_flow;
+mod route;
 pub mod summary;
 pub mod synth;
 pub mod tcp_flow;
@@ -96,6 +97,8 @@ enum Event {
     TcpReceiverTimer(u32),
     /// Start the next file of an on/off TCP flow.
     TcpOn(u32),
+    /// Route change `i` of the scenario takes effect (sim/route.rs).
+    RouteChange(usize),
 }
 
 /// The event lane (sim/events.rs) of flow `f`'s data packets propagating to its receiver: they
@@ -154,6 +157,7 @@ pub struct Simulation {
     /// Raised by a driver to stop mid-run (a user controller failed); checked after every event
     /// only when set, so built-in runs pay one predictable branch.
     abort: Option<Arc<AtomicBool>>,
+    routes: route::Routes,
 }
 
 impl Simulation {
@@ -206,6 +210,7 @@ impl Simulation {
             Event::TcpSenderTimer(f) => self.on_tcp_sender_timer(f),
             Event::TcpReceiverTimer(f) => self.on_tcp_receiver_timer(f),
             Event::TcpOn(f) => self.on_tcp_on(f),
+            Event::RouteChange(i) => self.on_route_change(i),
         }
     }
 
@@ -377,6 +382,8 @@ impl Simulation {
     fn on_link_done(&mut self, dir: Direction) {
         let now = self.now;
         let link = &mut self.links[dir.index()];
+        // A route change may have dropped the packet this event was for.
+        if link.service_end() != Some(now) { return; }
         let Some((pkt, next)) = link.complete(now) else { return };
         if let Some(end) = next { self.events.push_in_slot(PER_PACKET, link_slot(dir), end, Event::LinkDone(dir)); }
         self.last_queue_delay[dir.index()] = pkt.tx_start - pkt.enqueue_time;

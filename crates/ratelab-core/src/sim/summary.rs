@@ -6,7 +6,7 @@ use crate::metrics::{jain_index, FlowMetrics};
 use crate::network::capacity::CapacitySchedule;
 use crate::network::link::{Link, LinkStats};
 use crate::scenario::{Direction, FlowKind};
-use crate::units::{Duration, Time};
+use crate::units::{Bitrate, Duration, Time};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -91,7 +91,29 @@ pub struct FlowRecord<'a> {
 /// One bottleneck as the summary sees it: its capacity over time and its counters.
 pub struct LinkRecord<'a> {
     pub capacity: &'a CapacitySchedule,
+    /// `(from, schedule)` of each route change (sim/route.rs), in time order: the capacity from
+    /// then on. Empty for a link that keeps its route.
+    pub route_changes: &'a [(Time, CapacitySchedule)],
     pub stats: LinkStats,
+}
+
+impl LinkRecord<'_> {
+    /// Mean capacity over [from, to), across the route changes.
+    pub fn mean_capacity(&self, from: Time, to: Time) -> Bitrate {
+        if self.route_changes.is_empty() { return self.capacity.mean_over(from, to); }
+        let segments: Vec<(Time, &CapacitySchedule)> = std::iter::once((Time::ZERO, self.capacity)).chain(self.route_changes.iter().map(|(t, c)| (*t, c))).collect();
+        if to <= from {
+            let i = segments.partition_point(|(t, _)| *t <= from).saturating_sub(1);
+            return segments[i].1.rate_at(from);
+        }
+        let mut acc: i128 = 0;
+        for (i, (start, cap)) in segments.iter().enumerate() {
+            let a = (*start).max(from);
+            let b = segments.get(i + 1).map_or(to, |n| n.0).min(to);
+            if b > a { acc += cap.mean_over(a, b).bps() as i128 * (b - a).as_us() as i128; }
+        }
+        Bitrate::from_bps(crate::units::div_i128(acc, (to - from).as_us() as i128) as i64)
+    }
 }
 
 /// The summary of a run that ended at `end`, from its flows and its links (`links[0]` forward,
@@ -105,7 +127,7 @@ pub fn summarize(end: Time, events: u64, links: &[LinkRecord], flows: &[FlowReco
         let Some(link) = links.get(f.info.direction.index()).or(links.get(fwd)) else { continue };
         let active = m.active(end);
         let thr = if active > Duration::ZERO { m.bytes_received.bits() as f64 / active.as_secs_f64() } else { 0.0 };
-        let mean_cap = link.capacity.mean_over(m.start, m.stop.min(end).max(m.start)).bps_f64();
+        let mean_cap = link.mean_capacity(m.start, m.stop.min(end).max(m.start)).bps_f64();
         let video = f.video;
         let rp = m.return_path;
         out.push(FlowSummary {
@@ -143,18 +165,18 @@ fn empty_link() -> LinkSummary {
 }
 
 fn link_summary(dir: Direction, link: &LinkRecord, flows: &[FlowRecord], end: Time) -> LinkSummary {
-    let cap = link.capacity;
     // fold from +0.0: an empty f64 sum is -0.0, which would print as "-0.0" for an unused link.
     let delivered_bits = flows.iter().filter(|f| f.info.direction == dir).fold(0.0, |a, f| a + f.metrics.bytes_received.bits() as f64);
     // Control packets crossing this link belong to the flows of the other direction.
     let control_bits = flows.iter().filter(|f| f.info.direction != dir).filter_map(|f| f.metrics.return_path).fold(0.0, |a, c| a + c.bytes_delivered as f64 * 8.0);
-    let cap_bits = cap.mean_over(Time::ZERO, end).bps_f64() * end.as_secs_f64();
+    let mean_cap = link.mean_capacity(Time::ZERO, end);
+    let cap_bits = mean_cap.bps_f64() * end.as_secs_f64();
     let st = &link.stats;
     LinkSummary {
         utilization: if cap_bits > 0.0 { delivered_bits / cap_bits } else { 0.0 },
         jain_index: jain_over_time(dir, flows, end),
         loss_rate: if st.arrived_packets > 0 { (st.random_drops + st.queue_drops) as f64 / st.arrived_packets as f64 } else { 0.0 },
-        capacity_kbps_mean: cap.mean_over(Time::ZERO, end).kbps_f64(),
+        capacity_kbps_mean: mean_cap.kbps_f64(),
         queue_drops: st.queue_drops,
         random_drops: st.random_drops,
         control_kbps_mean: if end > Time::ZERO { control_bits / end.as_secs_f64() / 1e3 } else { 0.0 },
@@ -189,7 +211,10 @@ impl Simulation {
             metrics: &f.metrics,
             video: match &f.state { FlowState::Media(mf) => Some(f.metrics.video.unwrap_or(mf.receiver.stats)), FlowState::Tcp(_) => None },
         }).collect();
-        let links: Vec<LinkRecord> = self.links.iter().map(|l: &Link| LinkRecord { capacity: l.capacity(), stats: l.stats }).collect();
+        // A link's capacity over the run: its first route's schedule, then each route change's.
+        let links: Vec<LinkRecord> = self.links.iter().zip(&self.routes.capacities).map(|(l, caps): (&Link, _)| {
+            LinkRecord { capacity: &caps[0].1, route_changes: &caps[1..], stats: l.stats }
+        }).collect();
         summarize(end, self.events_processed, &links, &flows)
     }
 }

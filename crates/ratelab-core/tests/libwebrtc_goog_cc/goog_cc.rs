@@ -273,7 +273,7 @@ fn no_crash_on_very_late_feedback() {
     assert!(target_at(&s, 306.0) >= 30.0);
 }
 
-// ---- Route changes (`Gcc::on_network_route_change`, not reachable from the simulator) ----
+// ---- Route changes (`Gcc::on_network_route_change`, the controller's `on_route_change`) ----
 
 /// `CreateRouteChange(time, start, min, max)`; zero means unset.
 fn route(start: Bitrate, min: Bitrate, max: Bitrate) -> Constraints { Constraints { min_rate: min, max_rate: max, start_rate: start } }
@@ -288,9 +288,12 @@ fn on_network_route_changed() {
     assert_eq!(up.target_rate, Some(new_bitrate));
     assert_eq!(up.pacing_rate, Some(new_bitrate.scale(DEFAULT_PACING)));
     assert_eq!(up.probes.len(), 2);
-    // No constraints at all: the target falls to the 5 kbit/s floor, and probing starts again.
+    // No constraints at all: the target falls to the 5 kbit/s floor, paced at 2.5 × that
+    // (libwebrtc: EXPECT_NEAR(pacing, 5 kbit/s × 2.5, 10 bit/s)), and probing starts again.
     let up = g.on_network_route_change(now, route(Bitrate::ZERO, Bitrate::ZERO, Bitrate::ZERO));
     assert_eq!(up.target_rate, Some(kbps(5)));
+    let pacing = up.pacing_rate.expect("a pacing update").bps();
+    assert!((pacing - 12_500).abs() <= 10, "pacing {pacing} bit/s");
     assert_eq!(up.probes.len(), 2);
 }
 

@@ -9,6 +9,7 @@ mod alr_detector;
 mod congestion_window_pushback;
 mod delay_based_bwe;
 mod goog_cc;
+mod goog_cc_route;
 mod inter_arrival;
 mod probe_bitrate_estimator;
 mod probe_controller;

@@ -24,7 +24,7 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 fn load(path: &str) -> Result<Scenario, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let mut sc = Scenario::from_json(&text).map_err(|e| format!("{path}: {e}"))?;
-    for link in std::iter::once(&mut sc.link).chain(sc.reverse_link.as_mut()) {
+    for link in sc.links_mut() {
         if link.trace_content.is_none() {
             if let Some(t) = link.trace.clone() {
                 link.trace_content = Some(std::fs::read_to_string(&t).map_err(|e| format!("{t}: {e}"))?);

@@ -35,6 +35,8 @@ pub trait BbrRule: Send {
     /// window to hand to the pacer (`None`: leave it). `bw` is the model's bandwidth estimate,
     /// or the start rate while it has no sample (libwebrtc's `default_bandwidth_`).
     fn rates(&mut self, model: &BbrModel, bw: Bitrate) -> (Bitrate, Bitrate, Option<Bytes>);
+    /// Whether a route change resets the model (libwebrtc's BBR does; paper 002 says nothing).
+    fn resets_on_route_change(&self) -> bool { false }
     /// Diagnostics after the model's own; `target` is the clamped target of the last update.
     fn diagnostics(&self, _model: &BbrModel, _target: Bitrate, _out: &mut Diagnostics) {}
 }
@@ -99,6 +101,16 @@ impl<R: BbrRule> Controller for BbrSender<R> {
 
     fn on_constraints(&mut self, _now: Time, c: Constraints) -> Update {
         self.constraints = c;
+        self.rate_update()
+    }
+
+    /// libwebrtc BBR's `OnNetworkRouteChange` (rule permitting): the new constraints, the start
+    /// rate as the default bandwidth, [`BbrModel::reset_for_route_change`]. Otherwise nothing.
+    fn on_route_change(&mut self, _now: Time, c: Constraints) -> Update {
+        if !self.rule.resets_on_route_change() { return Update::default(); }
+        self.constraints = c;
+        if !c.start_rate.is_zero() { self.default_bw = c.start_rate; }
+        self.model.reset_for_route_change();
         self.rate_update()
     }
 
@@ -222,6 +234,28 @@ mod tests {
     /// Whole start-up on a 4 Mbit/s, 40 ms RTT link: STARTUP → DRAIN → PROBE_BW, bandwidth
     /// near capacity, 8-phase gain cycling with the 1.25 probe phase, and PROBE_RTT after the
     /// 10 s min-RTT expiry with the window at 4 packets.
+    #[test]
+    fn webrtc_bbr_restarts_startup_on_a_route_change_and_rbbr_does_not() {
+        let run = |c: Box<dyn Controller>| {
+            let mut h = Harness::new(c, Bitrate::from_kbps(4000), 20, constraints(20_000));
+            h.run_until(Time::from_ms(10_000));
+            assert_eq!(diag(&*h.ctrl, "bbr_mode"), 2.0, "PROBE_BW after 10 s");
+            let bw = diag(&*h.ctrl, "bbr_bw_kbps");
+            let new = Constraints { min_rate: Bitrate::from_kbps(50), max_rate: Bitrate::from_kbps(20_000), start_rate: Bitrate::from_kbps(500) };
+            let up = h.ctrl.on_route_change(Time::from_ms(10_000), new);
+            (up, bw, diag(&*h.ctrl, "bbr_mode"), diag(&*h.ctrl, "bbr_pacing_gain"), diag(&*h.ctrl, "bbr_bw_kbps"))
+        };
+        let (up, bw, mode, gain, bw_after) = run(Box::new(BbrWebrtc::new(BbrWebrtcConfig::default(), &BuildContext::new(3))));
+        // STARTUP at the high gain 2/ln 2, the bandwidth filter kept (libwebrtc's Reset), and a
+        // rate update at once.
+        assert_eq!(mode, 0.0);
+        assert!((gain - 2.885).abs() < 1e-3, "{gain}");
+        assert_eq!(bw_after, bw);
+        assert!(up.target_rate.is_some() && up.pacing_rate.is_some());
+        let (up, _, mode, _, _) = run(Box::new(Rbbr::new(RbbrConfig::default(), &BuildContext::new(3))));
+        assert_eq!((up, mode), (Update::default(), 2.0), "rbbr keeps its state");
+    }
+
     #[test]
     fn webrtc_bbr_state_machine_on_a_link() {
         let c = BbrWebrtc::new(BbrWebrtcConfig::default(), &BuildContext::new(3));

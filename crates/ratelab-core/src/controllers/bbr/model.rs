@@ -190,6 +190,17 @@ impl BbrModel {
         out.push(("bbr_pacing_gain", self.pacing_gain));
     }
 
+    /// libwebrtc BBR's `Reset` on a route change: full-bandwidth detection starts over in
+    /// STARTUP; the bandwidth filter and the filtered min RTT stay (libwebrtc keeps
+    /// `max_bandwidth_` and `min_rtt_`), the `RttStats` min RTT is forgotten
+    /// (`OnConnectionMigration`).
+    pub fn reset_for_route_change(&mut self) {
+        self.rounds_without_gain = 0;
+        self.full_bw = false;
+        self.stats_min_rtt = Duration::ZERO;
+        self.enter_startup();
+    }
+
     fn gain_at(&self, offset: usize) -> f64 { self.cfg.gain_cycle.get(offset).copied().unwrap_or(1.0) }
 
     // ---- mode changes ----------------------------------------------------------------------

@@ -127,6 +127,7 @@ impl BbrSender<WebrtcRule> {
 
 impl BbrRule for WebrtcRule {
     fn pad_when_probing(&self) -> bool { self.cfg.pad_when_probing }
+    fn resets_on_route_change(&self) -> bool { true }
 
     fn rates(&mut self, model: &BbrModel, bw: Bitrate) -> (Bitrate, Bitrate, Option<Bytes>) {
         let pacing = model.pacing_rate();

@@ -67,6 +67,13 @@ pub struct GccConfig {
     pub trendline_window: usize,
     /// RTT backoff of spec 2.10 (×0.8 per second when the corrected RTT exceeds 3 s).
     pub rtt_backoff: bool,
+    /// libwebrtc `WebRTC-Bwe-SafeResetOnRouteChange` (off by default there too): on a route
+    /// change, start the new route at min(start rate, current estimate) instead of the start
+    /// rate, so that a low estimate is kept and a high one is cut to the start rate.
+    pub safe_reset_on_route_change: bool,
+    /// The trial's `ack` option: the estimate used by the safe reset is the acknowledged
+    /// bitrate instead of the loss-based target (libwebrtc `safe_reset_acknowledged_rate`).
+    pub safe_reset_acked: bool,
 }
 
 impl Default for GccConfig {
@@ -88,6 +95,8 @@ impl Default for GccConfig {
             loss_report_interval_ms: 1000.0,
             trendline_window: trendline::DEFAULT_WINDOW,
             rtt_backoff: true,
+            safe_reset_on_route_change: false,
+            safe_reset_acked: false,
         }
     }
 }

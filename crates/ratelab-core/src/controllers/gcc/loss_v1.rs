@@ -95,7 +95,10 @@ impl SendSideBwe {
         }
     }
 
-    pub fn target(&self) -> Bitrate { self.current_target }
+    /// The loss-based target, never below the configured minimum (libwebrtc `target_rate()`):
+    /// after a route change without a start rate the estimate is 0 and the target the minimum,
+    /// which is also what the pacing rate is computed from.
+    pub fn target(&self) -> Bitrate { self.current_target.max(self.min_bitrate) }
     pub fn min_bitrate(&self) -> Bitrate { self.min_bitrate }
     pub fn fraction_loss(&self) -> u8 { self.last_fraction_loss }
     pub fn round_trip_time(&self) -> Duration { self.last_round_trip_time }

@@ -462,6 +462,9 @@ impl Controller for Gcc {
         up
     }
 
+    /// libwebrtc's reset (`Gcc::on_network_route_change`): estimators restart and probe again.
+    fn on_route_change(&mut self, now: Time, c: Constraints) -> Update { self.on_network_route_change(now, c) }
+
     fn on_remote_estimate(&mut self, now: Time, rate: Bitrate) -> Update {
         let mut up = Update::default();
         self.ssbe.update_receiver_estimate(now, rate);

@@ -43,8 +43,17 @@ impl Gcc {
 
     /// `OnNetworkRouteChange`: new acked, probe and delay-based estimators, the send-side
     /// estimator and the probe controller reset, then the new constraints (initial probing
-    /// again). Simulated flows keep their route; drivers and the libwebrtc ports call it.
-    pub fn on_network_route_change(&mut self, now: Time, c: Constraints) -> Update {
+    /// again). With the safe-reset option the start rate is first lowered to the current
+    /// estimate (acknowledged rate with `safe_reset_acked`, else the loss-based target), or
+    /// becomes that estimate when the constraints carry none. [`Controller::on_route_change`]
+    /// calls it; drivers call that when the scenario's route changes.
+    pub fn on_network_route_change(&mut self, now: Time, mut c: Constraints) -> Update {
+        if self.cfg.safe_reset_on_route_change {
+            let estimate = if self.cfg.safe_reset_acked { self.acked.bitrate() } else { Some(self.ssbe.target()) };
+            if let Some(e) = estimate {
+                c.start_rate = if c.start_rate.is_zero() { e } else { c.start_rate.min(e) };
+            }
+        }
         let mut up = Update::default();
         self.acked = AckedRate::new(self.r.acked);
         self.probe_est = ProbeBitrateEstimator::default();
@@ -56,4 +65,3 @@ impl Gcc {
         up
     }
 }
-
