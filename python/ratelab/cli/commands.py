@@ -22,6 +22,7 @@ DEMO_SCENARIOS: list[tuple[str, list[str], str, str]] = [
     ("rmcat-5.6", [], "RMCAT 5.6: media against long-lived TCP", "rmcat-5.6"),
     ("lcc-loss", ["link.loss=0.05"], "LCC loss case: 1 Mbit/s with 5 % random loss", "lcc-loss-5pct"),
     ("trace-fcc-amazon", [], "Real trace: FCC broadband (Pensieve set)", "trace-fcc-amazon"),
+    ("handover", [], "Handover: Wi-Fi 10 Mbit/s → LTE 2 Mbit/s → Wi-Fi, the sender told", "handover"),
 ]
 BENCH_SCENARIOS = ["bench-single", "bench-three", "bench-tcp", "bench-two-way"]
 
