@@ -154,7 +154,7 @@ def builtin_descriptions() -> dict[str, str]:
     out = {}
     for name in builtin_names():
         try:
-            out[name] = str(_read_toml(SCENARIO_DIR / f"{name}.toml", name).get("description", ""))
+            out[name] = str(read_toml(SCENARIO_DIR / f"{name}.toml", name).get("description", ""))
         except InputError as exc:
             out[name] = f"(broken: {exc.message})"
     return out
@@ -178,7 +178,7 @@ def load_scenario(source: str | Path, overrides: Iterable[str] = ()) -> Scenario
     else:
         known = ", ".join(builtin_names()) or "none"
         raise InputError(source, "", f"unknown scenario: not a file and not a built-in name (built-ins: {known})")
-    data = _read_toml(path, source)
+    data = read_toml(path, source)
     data.setdefault("name", path.stem)
     overrides = list(overrides)
     apply_overrides(data, overrides)
@@ -312,7 +312,8 @@ def _kind(v: Any) -> str:
     return {bool: "boolean", int: "number", float: "number", str: "string"}.get(type(v), type(v).__name__)
 
 
-def _read_toml(path: Path, source: str) -> dict[str, Any]:
+def read_toml(path: Path, source: str) -> dict[str, Any]:
+    """A TOML file (scenario or plan) as a dict; unreadable or malformed: one InputError line."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

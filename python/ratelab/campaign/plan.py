@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ratelab.errors import InputError
-from ratelab.scenario import PACKAGE_DIR, TRACE_DIR, TRACE_METADATA, Scenario, apply_controller, apply_overrides, load_scenario, parse_key, parse_params, parse_toml, set_path
+from ratelab.scenario import PACKAGE_DIR, TRACE_DIR, TRACE_METADATA, Scenario, apply_controller, apply_overrides, load_scenario, parse_key, parse_params, read_toml, set_path
 
 PLAN_DIR = PACKAGE_DIR / "plans"
 #: Controllers that `controllers = "all"` leaves out (no congestion control to compare).
@@ -179,13 +179,7 @@ def load_plan(source: str | Path, data: dict[str, Any] | None = None) -> Plan:
         else:
             known = ", ".join(builtin_plans()) or "none"
             raise InputError(source, "", f"no such plan file and not a built-in plan (built-ins: {known})")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(source, "", exc.strerror or str(exc)) from None
-    except UnicodeDecodeError:
-        raise InputError(source, "", "not a UTF-8 text file") from None
-    doc = parse_toml(text, source)
+    doc = read_toml(path, source)
     return _checked(Plan(str(doc.get("name", path.stem)), source, doc, path.resolve()))
 
 
