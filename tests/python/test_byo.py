@@ -365,3 +365,34 @@ def test_gym_environment_takes_a_python_competitor(core, user_dir):
     with pytest.raises(ratelab.ControllerError, match=r"my_cc\.py:Boom\.on_feedback at t=\d+\.\d{3} s: ZeroDivisionError"):
         for _ in range(40):
             env.step(np.array([0.2], dtype=np.float32))
+
+
+ROUTE_CODE = '''
+import ratelab
+
+class Routes(ratelab.Controller):
+    """Halves its rate at each route change; records when it was told."""
+    def __init__(self):
+        self.told = []
+    def on_start(self, now_s, c):
+        return 1_000_000.0
+    def on_route_change(self, now_s, c):
+        self.told.append((round(now_s, 3), c.start_bps))
+        return 500_000.0 / len(self.told)
+'''
+
+
+def test_python_controller_is_told_of_route_changes(core, tmp_path, monkeypatch):
+    """The handover scenario changes route at 30 s and 60 s: on_route_change is called at those
+    times with the flow's constraints, and its update takes effect (issue 22)."""
+    d = tmp_path / "routes"
+    d.mkdir()
+    (d / "routes.py").write_text(ROUTE_CODE)
+    monkeypatch.chdir(d)
+    sc = load_scenario("handover", ["duration_s=65", "metrics.packet_log=false"])
+    res = ratelab.run_scenario(sc, ["routes.py:Routes"], out_dir=tmp_path / "o")
+    t = series(res.runs[0])
+    target = dict(zip(t["t_s"], t["target_kbps"]))
+    assert [v for k, v in target.items() if 20 <= k < 29.9] == [1000.0] * len([k for k in target if 20 <= k < 29.9])
+    assert all(v == 500.0 for k, v in target.items() if 30.1 <= k < 59.9)
+    assert all(v == 250.0 for k, v in target.items() if 60.1 <= k <= 64.9)

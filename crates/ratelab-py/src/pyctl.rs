@@ -100,6 +100,7 @@ fn make(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>, shared: &Arc<Shared>) 
     let ev = Events {
         feedback: has("on_feedback"), tick: has("on_tick"), packet_sent: has("on_packet_sent"), rtt: has("on_rtt_update"),
         remote: has("on_remote_estimate"), queue: has("on_sender_queue"), constraints: has("on_constraints"),
+        route: has("on_route_change"),
     };
     Ok(Built::sender(PyController { core, tick, ev, next_probe_id: 1 << 20 }))
 }
@@ -243,7 +244,7 @@ fn constraints_obj<'py>(py: Python<'py>, api: &Api, c: &Constraints) -> PyResult
 }
 
 /// Which optional events the class defines.
-struct Events { feedback: bool, tick: bool, packet_sent: bool, rtt: bool, remote: bool, queue: bool, constraints: bool }
+struct Events { feedback: bool, tick: bool, packet_sent: bool, rtt: bool, remote: bool, queue: bool, constraints: bool, route: bool }
 
 /// A sender-side controller written in Python.
 struct PyController { core: Core, tick: Duration, ev: Events, next_probe_id: u32 }
@@ -319,6 +320,11 @@ impl Controller for PyController {
     fn on_sender_queue(&mut self, now: Time, queue: Bytes) -> Update {
         if !self.ev.queue || self.core.failed { return Update::default(); }
         Python::with_gil(|py| self.event(py, "on_sender_queue", now, |py, _| Ok(PyTuple::new_bound(py, [secs(now).into_py(py), queue.get().into_py(py)]))))
+    }
+
+    fn on_route_change(&mut self, now: Time, c: Constraints) -> Update {
+        if !self.ev.route || self.core.failed { return Update::default(); }
+        Python::with_gil(|py| self.event(py, "on_route_change", now, |py, api| Ok(PyTuple::new_bound(py, [secs(now).into_py(py), constraints_obj(py, api, &c)?.unbind()]))))
     }
 }
 

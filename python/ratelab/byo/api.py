@@ -158,6 +158,11 @@ class Controller:
     def on_constraints(self, now_s: float, constraints: Constraints) -> Update | dict | float | None:
         return None
 
+    def on_route_change(self, now_s: float, constraints: Constraints) -> Update | dict | float | None:
+        """The network route changed (a scenario's ``[[route_changes]]``; libwebrtc's
+        ``OnNetworkRouteChange``): what was learned about the old path may be wrong now."""
+        return None
+
 
 class ReceiverEstimator:
     """Base class of a receiver-side estimator (the REMB path, as the built-in ``r3net``):
@@ -177,4 +182,4 @@ class ReceiverEstimator:
 
 #: Methods the simulator calls on a sender-side controller when the class defines them.
 SENDER_EVENTS = ("on_start", "on_feedback", "on_tick", "on_packet_sent", "on_rtt_update", "on_remote_estimate",
-                 "on_sender_queue", "on_constraints")
+                 "on_sender_queue", "on_constraints", "on_route_change")
