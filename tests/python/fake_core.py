@@ -24,7 +24,7 @@ _CONTROLLERS = [
     {"name": "oracle", "summary": "fake oracle", "defaults": {},
      "side": "sender", "required_file": None, "compared": True, "in_all": True},
 ]
-_TOP = {"name", "description", "duration_s", "link", "flows", "metrics"}
+_TOP = {"name", "description", "duration_s", "link", "flows", "metrics", "route_changes"}
 
 
 class ConfigError(ValueError):

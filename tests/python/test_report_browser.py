@@ -59,10 +59,12 @@ def test_demo_page(core, cli, tmp_path):
     assert r.returncode == 0, r.stderr
     probe = check_page(out / "report.html", tmp_path / "shots")
     # Pareto plot, CDFs, and per scenario the small multiples
-    assert probe["images"] == 2 + 4
+    from ratelab.cli.commands import DEMO_SCENARIOS
+
+    assert probe["images"] == 2 + len(DEMO_SCENARIOS)
     assert [t["id"] for t in probe["tables"]] == ["overview"] and probe["tables"][0]["rows"] == 3
     assert_sorted(probe)
-    assert probe["details"] == 4  # every flow of every run, per scenario
+    assert probe["details"] == len(DEMO_SCENARIOS)  # every flow of every run, per scenario
 
 
 def test_leaderboard_page(tmp_path, core, cli):

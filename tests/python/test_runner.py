@@ -61,7 +61,9 @@ def test_no_packets_and_no_out_dir(fake_core, tmp_path):
 
 
 def test_parquet_is_written_in_row_groups(fake_core, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "FLUSH_ROWS", 500)
+    from ratelab.run import sinks
+
+    monkeypatch.setattr(sinks, "FLUSH_ROWS", 500)
     res = run_scenario("lcc-loss", ["gcc"], out_dir=tmp_path, overrides=["duration_s=30"])
     f = pq.ParquetFile(res.runs[0].dir / "packets.parquet")
     assert f.metadata.num_row_groups > 1

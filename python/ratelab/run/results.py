@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator, TextIO
 
 from ratelab._version import __version__
-from ratelab.run.runner import ScenarioRun
+from ratelab.run.result import ScenarioRun
 
 
 def build_summary(result: ScenarioRun) -> dict[str, Any]:
