@@ -423,3 +423,24 @@ def test_cli_browser_crash_keeps_the_runs_before_it(cli, tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "crashed" in r.stderr, r.stderr
     s = json.loads((out / "summary.json").read_text())
     assert [x["controller"] for x in s["runs"]] == ["gcc"] and not (out / "chromium").exists()
+
+
+@needs_browser
+def test_cli_sweep_with_chromium_runs_it_after_the_simulations(cli, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text('name = "real"\ncontrollers = ["chromium", "gcc"]\nscenarios = ["lcc-loss"]\nseeds = 1\n'
+                    'set = ["duration_s=5", "link.loss=0"]\n[params.chromium]\nwidth = 320\nheight = 180\nfps = 15\n')
+    r = cli("sweep", str(plan), "--out", str(tmp_path / "c"))
+    assert r.returncode == 0 and "done 2, failed 0" in r.stdout, r.stdout + r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.startswith("[")]
+    assert "controller=gcc" in lines[0] and "controller=chromium" in lines[1]  # the real call last
+    run = next((tmp_path / "c" / "real").glob("controller=chromium*/scenario=lcc-loss/seed=1"))
+    assert (run / "browser.json").is_file() and (run / "flows.parquet").is_file()
+
+
+def test_cli_sweep_refuses_bad_chromium_options_before_running(cli, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text('name = "real"\ncontrollers = ["chromium"]\nscenarios = ["lcc-loss"]\nseeds = 1\n'
+                    '[params.chromium]\ncodec = "H265"\n')
+    r = cli("sweep", str(plan), "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "unknown codec 'H265'" in r.stderr

@@ -229,6 +229,8 @@ def expand_plan(plan: Plan, *, known_controllers: list[str] | None = None, git_c
               for c in controllers), default=1)
     if n > MAX_RUNS:
         raise InputError(plan.source, "", f"the plan expands to up to {n:,} runs, more than the limit of {MAX_RUNS:,}")
+    from ratelab.run.runner import REAL_TIME_STACKS, real_time_options
+
     runs: list[RunSpec] = []
     seen: set[str] = set()
     for cname in controllers:
@@ -242,7 +244,10 @@ def expand_plan(plan: Plan, *, known_controllers: list[str] | None = None, git_c
                     apply_overrides(doc, common)
                     for key, value in gvals.items():
                         set_path(doc, parse_key(key), value)
-                    apply_controller(doc, cname, pvals)
+                    if cname in REAL_TIME_STACKS:  # a real stack runs the scenario as written; pvals are its options
+                        real_time_options(cname, pvals)
+                    else:
+                        apply_controller(doc, cname, pvals)
                     Scenario(doc, sc.source, sc.path)._resolve_trace()
                     for seed in seeds:
                         keys = {"controller": clabel, "controller_name": cname, "scenario": sc_label, "scenario_name": slabel,
@@ -270,8 +275,10 @@ def _controllers(plan: Plan, known: list[str] | None) -> list[str]:
         every = set(all_controller_names())  # the registry entries say which belong to "all"
         return [c for c in known if c in every]
     names = _string_list(plan, "controllers", raw)
+    from ratelab.run.runner import REAL_TIME_STACKS
+
     for n in names:
-        if n not in known:
+        if n not in known and n not in REAL_TIME_STACKS:
             from ratelab.byo.loader import check_name  # a Python controller (file.py:Class, module:Class, entry point)
 
             try:

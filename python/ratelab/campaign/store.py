@@ -201,7 +201,7 @@ def _simulate(spec: RunSpec, run_dir: Path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ratelab.run.runner import no_progress, run_one
+    from ratelab.run.runner import REAL_TIME_STACKS, Contender, no_progress, run_one, run_real_time
     from ratelab.scenario import Scenario
 
     doc = dict(spec.scenario_doc)
@@ -209,8 +209,12 @@ def _simulate(spec: RunSpec, run_dir: Path):
         doc["metrics"] = {**doc.get("metrics", {}), "packet_log": False}
     sc = Scenario(doc, spec.scenario)
     meta = provenance(spec)
-    result = run_one(sc, sc.to_json(), None, spec.controller_name, spec.controller, spec.seed, run_dir, no_progress, meta,
-                      chunk_s=None if spec.packets else CAMPAIGN_CHUNK_S)
+    if spec.controller_name in REAL_TIME_STACKS:  # a real browser call (sweep runs these one at a time)
+        c = Contender(spec.controller, spec.controller, spec.controller_name, sc, dict(spec.controller_params))
+        result = run_real_time(c, spec.seed, run_dir, no_progress, meta)
+    else:
+        result = run_one(sc, sc.to_json(), None, spec.controller_name, spec.controller, spec.seed, run_dir, no_progress, meta,
+                         chunk_s=None if spec.packets else CAMPAIGN_CHUNK_S)
     rows = flow_rows(spec, result)
     table = pa.Table.from_pylist(rows).replace_schema_metadata(meta)
     tmp = run_dir / (DONE_FILE + ".part")

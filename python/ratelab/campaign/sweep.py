@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +62,8 @@ def run_sweep(plan: Plan, root: "Path | RemoteRoot", *, engine: str = "local", w
               specs: list[RunSpec] | None = None) -> SweepResult:
     """Execute every run of ``plan`` that has not finished yet (failed runs are retried)."""
     from ratelab.campaign.engines import run_local, run_ray
+    from ratelab.campaign.store import execute_run
+    from ratelab.run.runner import REAL_TIME_STACKS
 
     specs = plan_specs(plan) if specs is None else specs
     res = SweepResult(root, len(specs))
@@ -79,7 +83,13 @@ def run_sweep(plan: Plan, root: "Path | RemoteRoot", *, engine: str = "local", w
         t0 = time.perf_counter()
         try:
             if todo:
-                it = run_ray(todo, root, address, workers, ray_files) if engine == "ray" else run_local(todo, root, workers)
+                # Real-time stacks (-c chromium) run here, one at a time, after the simulations:
+                # in parallel with each other or with simulations they would measure the CPU.
+                real = [s for s in todo if s.controller_name in REAL_TIME_STACKS]
+                simulated = [s for s in todo if s.controller_name not in REAL_TIME_STACKS]
+                it = (run_ray(simulated, root, address, workers, ray_files) if engine == "ray"
+                      else run_local(simulated, root, workers)) if simulated else iter(())
+                it = itertools.chain(it, (execute_run(s, str(root), os.getcwd()) for s in real))
                 for summary in it:
                     st = summary.get("status")
                     flows_ipc = summary.pop("flows_ipc", None)
