@@ -13,6 +13,7 @@
 //! simulator (transmission ends, delivery times); the wall clock only decides when a delivery
 //! is written to the socket, and how late that was is reported.
 
+use crate::flags;
 use crate::net::{self, LiveClock};
 use crate::payload::IP_UDP_OVERHEAD;
 use crate::{Quantiles, StopFlag};
@@ -23,7 +24,7 @@ use ratelab_core::network::packet::{Packet, Payload};
 use ratelab_core::scenario::{validate_link, Direction, LinkConfig};
 use ratelab_core::sim::build::{build_link, capacity_schedule, derive_seed};
 use ratelab_core::sim::events::EventQueue;
-use ratelab_core::{Bitrate, Bytes, Duration, Time};
+use ratelab_core::{Bitrate, Bytes, ConfigError, Duration, Time};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -59,6 +60,26 @@ impl Default for EmulatorOptions {
             link: LinkConfig { capacity_kbps: Some(1000.0), trace_format: "auto".into(), trace_scale: 1.0, trace_loop: true, mahimahi_bin_ms: 100.0, ..Default::default() },
             forward_delay_ms: 0.0, reverse_delay_ms: 0.0, reverse_link: None, duration_s: 0.0, seed: 1, client: None, max_held: 100_000, series_interval_ms: 25.0, capture: None,
         }
+    }
+}
+
+/// `ratelab emulate`'s flags, by the option path they set.
+const EMULATE_FLAGS: &[(&str, &str)] = &[
+    ("link.capacity_kbps", "--capacity-kbps"), ("link.loss", "--loss"), ("link.queue.ms", "--queue-ms"), ("link.queue.packets", "--queue-packets"),
+];
+
+impl EmulatorOptions {
+    /// Every number against its declared range (`flags`): the links as a scenario's, the delays
+    /// as a flow's one-way delay; errors name `ratelab emulate`'s flag where there is one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        flags::check_part("link", &self.link, EMULATE_FLAGS)?;
+        if let Some(l) = &self.reverse_link { flags::check_part("reverse_link", l, &[])?; }
+        let delay = flags::scenario("flows[0].one_way_delay_ms");
+        flags::check("--delay-ms", delay, self.forward_delay_ms)?;
+        flags::check("--reverse-delay-ms", delay, self.reverse_delay_ms)?;
+        flags::check("--duration", &flags::SECONDS_OR_ZERO, self.duration_s)?;
+        flags::check("max_held", &flags::MAX_HELD, self.max_held as f64)?;
+        flags::check("series_interval_ms", flags::scenario("metrics.series_interval_ms"), self.series_interval_ms)
     }
 }
 
@@ -222,6 +243,7 @@ impl Emulator {
     /// `link.delay_ms + forward_delay_ms`, return delay `reverse_delay_ms` (+ the reverse link's
     /// `delay_ms`). Trace files must already be read into `link.trace_content`.
     pub fn new(opts: EmulatorOptions, listen: SocketAddr, forward: SocketAddr, clock: LiveClock, stop: StopFlag) -> Result<Emulator, String> {
+        opts.validate().map_err(|e| e.to_string())?;
         let end = if opts.duration_s > 0.0 { Time::from_secs_f64(opts.duration_s) } else { Time::from_secs_f64(3600.0) };
         let fwd = link_for("link", &opts.link, end)?;
         let rev = match &opts.reverse_link {

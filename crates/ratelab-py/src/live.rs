@@ -102,6 +102,7 @@ pub fn live_run(py: Python<'_>, scenario_json: &str, seed: u64, controller: Opti
 pub fn live_send(py: Python<'_>, to: &str, flow_json: &str, options_json: &str, bind: &str) -> PyResult<PyObject> {
     let flow: FlowConfig = parse_json(py, "flow", flow_json)?;
     let opts: SenderOptions = parse_json(py, "options", options_json)?;
+    opts.validate(&flow).map_err(|e| config_err(py, e))?;
     let (peer, bind) = (addr(to)?, addr(bind)?);
     let stop = StopFlag::new();
     let name = flow.controller.clone();
@@ -121,6 +122,7 @@ pub fn live_send(py: Python<'_>, to: &str, flow_json: &str, options_json: &str, 
 pub fn live_recv(py: Python<'_>, listen: &str, flow_json: &str, options_json: &str, peer: Option<&str>) -> PyResult<PyObject> {
     let flow: FlowConfig = parse_json(py, "flow", flow_json)?;
     let opts: ReceiverOptions = parse_json(py, "options", options_json)?;
+    opts.validate(&flow).map_err(|e| config_err(py, e))?;
     let listen = addr(listen)?;
     let peer = peer.map(addr).transpose()?;
     let stop = StopFlag::new();
@@ -139,6 +141,7 @@ pub fn emulate(py: Python<'_>, listen: &str, forward: &str, options_json: &str) 
     let mut opts: EmulatorOptions = parse_json(py, "options", options_json)?;
     read_trace(py, &mut opts.link)?;
     if let Some(l) = opts.reverse_link.as_mut() { read_trace(py, l)?; }
+    opts.validate().map_err(|e| config_err(py, e))?;
     let (listen, forward) = (addr(listen)?, addr(forward)?);
     let stop = StopFlag::new();
     let e = guarded("emulator setup", || Emulator::new(opts, listen, forward, LiveClock::new(), stop.clone()))?.map_err(|e| {
