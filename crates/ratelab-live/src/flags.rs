@@ -25,6 +25,9 @@ pub const SECONDS_OR_ZERO: Limit = own("seconds", 0.0, false, MAX_DURATION_S, "s
 /// Most datagrams the emulator may hold (each up to 64 KiB): 10 million.
 pub const MAX_HELD: Limit = own("max_held", 1.0, false, 1e7, "datagrams");
 
+/// Early wake-up of the emulator before a delivery, µs (spinning longer only burns CPU).
+pub const SPIN_US: Limit = own("spin_us", 0.0, false, 10_000.0, "µs");
+
 /// The scenario's range of the concrete field path `field` (`flows[0].start_s`).
 pub fn scenario(field: &str) -> &'static Limit {
     limit_of(field).unwrap_or_else(|| panic!("no scenario limit for {field}"))
