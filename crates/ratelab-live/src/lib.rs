@@ -11,6 +11,7 @@
 //! * [`run::live_run`]: all three on loopback for one scenario, with the simulator's outputs.
 
 pub mod emulator;
+pub mod flags;
 pub mod net;
 pub mod payload;
 pub mod pcap;

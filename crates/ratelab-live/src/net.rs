@@ -40,6 +40,20 @@ pub fn precise_timers() {
     }
 }
 
+/// Ask for real-time scheduling of this thread (`SCHED_FIFO`, low priority 10): it then runs as
+/// soon as its timer fires instead of waiting for a busy CPU's slice to end. Needs
+/// `CAP_SYS_NICE` or an `RLIMIT_RTPRIO`; returns whether it was granted. The thread sleeps
+/// between deliveries, and the kernel's real-time throttling bounds it in any case.
+pub fn realtime_priority() -> bool {
+    #[cfg(target_os = "linux")]
+    unsafe {
+        let p = libc::sched_param { sched_priority: 10 };
+        libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
+}
+
 /// Socket buffer size asked for: 4 MiB rides out a few ms of descheduling at 100+ Mbit/s.
 pub const SOCKET_BUFFER: usize = 4 << 20;
 

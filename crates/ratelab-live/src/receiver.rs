@@ -7,6 +7,7 @@
 //! transport-wide sequence number, duplicates and sequence numbers far outside the recent
 //! window are counted and dropped; every buffer is bounded.
 
+use crate::flags;
 use crate::net::{self, LiveClock};
 use crate::payload::{MediaHeader, IP_UDP_OVERHEAD};
 use crate::{Quantiles, StopFlag};
@@ -22,7 +23,7 @@ use ratelab_core::wire::rfc8888::CcfbEncoder;
 use ratelab_core::wire::rtp::RtpPacket;
 use ratelab_core::wire::twcc::TwccEncoder;
 use ratelab_core::wire::{is_rtcp, rtcp_packets, SeqUnwrapper};
-use ratelab_core::{Bytes, Duration, Time};
+use ratelab_core::{Bytes, ConfigError, Duration, Time};
 use serde::{Deserialize, Serialize};
 use std::net::{SocketAddr, UdpSocket};
 
@@ -72,6 +73,23 @@ impl Default for ReceiverOptions {
             format: FeedbackFormat::Twcc, ssrc: 0, tw_ext_id: 5, feedback_ssrc: 0x5243_5652, first_packet_timeout_s: 30.0,
             silence_timeout_s: 5.0, max_duration_s: 0.0, base_delay_ms: None, series_interval_ms: 25.0, packet_log: true, count_until_s: None, return_delay_ms: None, flow_id: 0,
         }
+    }
+}
+
+impl ReceiverOptions {
+    /// These options and `flow`'s numbers against their declared ranges (`crate::flags`);
+    /// errors name `ratelab live recv`'s flag where there is one.
+    pub fn validate(&self, flow: &FlowConfig) -> Result<(), ConfigError> {
+        if !(1..=14).contains(&self.tw_ext_id) { return Err(ConfigError::new("tw_ext_id", "must be in 1..=14")); }
+        flags::check("--timeout", &flags::SECONDS, self.first_packet_timeout_s)?;
+        flags::check("silence_timeout_s", &flags::SECONDS, self.silence_timeout_s)?;
+        flags::check("--max-duration", &flags::SECONDS_OR_ZERO, self.max_duration_s)?;
+        flags::check("count_until_s", &flags::SECONDS_OR_ZERO, self.count_until_s.unwrap_or(0.0))?;
+        let delay = flags::scenario("flows[0].one_way_delay_ms");
+        flags::check("base_delay_ms", delay, self.base_delay_ms.unwrap_or(0.0))?;
+        flags::check("return_delay_ms", delay, self.return_delay_ms.unwrap_or(0.0))?;
+        flags::check("series_interval_ms", flags::scenario("metrics.series_interval_ms"), self.series_interval_ms)?;
+        flags::check_part("flows[0]", flow, &[("flows[0].feedback.interval_ms", "--interval-ms")])
     }
 }
 
@@ -159,6 +177,7 @@ impl Receiver {
     /// [`Receiver::new`] with a factory for controllers built outside the core (Python classes).
     #[allow(clippy::too_many_arguments)]
     pub fn new_ext(flow: &FlowConfig, opts: ReceiverOptions, listen: SocketAddr, peer: Option<SocketAddr>, clock: LiveClock, seed: u64, stop: StopFlag, external: Option<ExternalFactory>) -> Result<Receiver, String> {
+        opts.validate(flow).map_err(|e| e.to_string())?;
         let mode = match flow.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
         let feedback = FeedbackGenerator::new(mode, Duration::from_ms_f64(flow.feedback.interval_ms));
         let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(seed, 1000 + opts.flow_id));

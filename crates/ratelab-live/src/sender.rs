@@ -5,6 +5,7 @@
 //! One thread, one socket: the loop handles whatever is due (frames, pacer releases, controller
 //! ticks, series samples), then sleeps in `ppoll` until the next deadline or a datagram.
 
+use crate::flags;
 use crate::net::{self, LiveClock};
 use crate::payload::{self, MediaHeader, IP_UDP_OVERHEAD, MIN_DATAGRAM};
 use crate::{Quantiles, StopFlag};
@@ -54,6 +55,23 @@ pub struct SenderOptions {
 impl Default for SenderOptions {
     fn default() -> Self {
         SenderOptions { duration_s: 60.0, start_s: 0.0, ssrc: 0x5241_544C, tw_ext_id: 5, seed: 1, series_interval_ms: 25.0, silence_timeout_s: 10.0, in_flight_timeout_s: 2.0, packet_log: true, flow_id: 0 }
+    }
+}
+
+/// `ratelab live send`'s flags, by the flow field they set.
+const SEND_FLAGS: &[(&str, &str)] = &[("flows[0].media.start_kbps", "--start-kbps"), ("flows[0].media.min_kbps", "--min-kbps"), ("flows[0].media.max_kbps", "--max-kbps")];
+
+impl SenderOptions {
+    /// These options and `flow`'s numbers against their declared ranges (`crate::flags`);
+    /// errors name `ratelab live send`'s flag where there is one.
+    pub fn validate(&self, flow: &FlowConfig) -> Result<(), ConfigError> {
+        if !(1..=14).contains(&self.tw_ext_id) { return Err(ConfigError::new("tw_ext_id", "must be in 1..=14")); }
+        flags::check("--duration", &flags::SECONDS, self.duration_s)?;
+        flags::check("--timeout", &flags::SECONDS, self.silence_timeout_s)?;
+        flags::check("in_flight_timeout_s", &flags::SECONDS, self.in_flight_timeout_s)?;
+        flags::check("start_s", flags::scenario("flows[0].start_s"), self.start_s)?;
+        flags::check("series_interval_ms", flags::scenario("metrics.series_interval_ms"), self.series_interval_ms)?;
+        flags::check_part("flows[0]", flow, SEND_FLAGS)
     }
 }
 
@@ -138,8 +156,7 @@ impl Sender {
     /// [`Sender::new`] with a factory for controllers built outside the core (Python classes).
     #[allow(clippy::too_many_arguments)]
     pub fn new_ext(flow: &FlowConfig, opts: SenderOptions, bind: SocketAddr, peer: SocketAddr, clock: LiveClock, fair_share: Option<FairShare>, stop: StopFlag, external: Option<ExternalFactory>) -> Result<Sender, String> {
-        if !(1..=14).contains(&opts.tw_ext_id) { return Err(ConfigError::new("tw_ext_id", "must be in 1..=14").to_string()); }
-        if !(opts.duration_s.is_finite() && opts.duration_s > 0.0) { return Err(ConfigError::new("duration_s", "must be > 0").to_string()); }
+        opts.validate(flow).map_err(|e| e.to_string())?;
         let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(opts.seed, 1000 + opts.flow_id));
         cx.fair_share = fair_share;
         cx.read_file = Some(net::file_reader());

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use ratelab_core::{ConfigError, Time};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod emulator_handle;
 mod live;
 mod pyctl;
 
@@ -366,6 +367,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(live::live_send, m)?)?;
     m.add_function(wrap_pyfunction!(live::live_recv, m)?)?;
     m.add_function(wrap_pyfunction!(live::emulate, m)?)?;
+    m.add_function(wrap_pyfunction!(emulator_handle::emulator_start, m)?)?;
+    m.add_class::<emulator_handle::EmulatorHandle>()?;
     m.add_class::<RlVecEnv>()?;
     m.add_function(wrap_pyfunction!(rl_env_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(synthetic_trace, m)?)?;

@@ -36,7 +36,7 @@ fn run_interruptible<T: Send + 'static>(py: Python<'_>, what: &str, stop: StopFl
     match interrupted { Some(e) if !keep_on_interrupt => Err(e), _ => Ok(out) }
 }
 
-fn parse_json<T: serde::de::DeserializeOwned>(py: Python<'_>, what: &str, s: &str) -> PyResult<T> {
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(py: Python<'_>, what: &str, s: &str) -> PyResult<T> {
     let de = &mut serde_json::Deserializer::from_str(s);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
@@ -48,7 +48,7 @@ fn format_of(s: &str) -> PyResult<FeedbackFormat> {
     match s { "twcc" => Ok(FeedbackFormat::Twcc), "rfc8888" => Ok(FeedbackFormat::Rfc8888), _ => Err(PyValueError::new_err(format!("unknown feedback format '{s}' (twcc, rfc8888)"))) }
 }
 
-fn addr(s: &str) -> PyResult<std::net::SocketAddr> { resolve(s).map_err(PyValueError::new_err) }
+pub(crate) fn addr(s: &str) -> PyResult<std::net::SocketAddr> { resolve(s).map_err(PyValueError::new_err) }
 
 /// A dict of numpy arrays, one per named field of a columnar log.
 macro_rules! columns {
@@ -69,7 +69,7 @@ pub(crate) fn packets_dict(py: Python<'_>, log: PacketLog) -> PyResult<PyObject>
     columns!(py, log, flow, seq, size, send_s, recv_s, lost)
 }
 
-fn to_py<T: serde::Serialize>(py: Python<'_>, v: &T) -> PyResult<PyObject> {
+pub(crate) fn to_py<T: serde::Serialize>(py: Python<'_>, v: &T) -> PyResult<PyObject> {
     json_to_py(py, &serde_json::to_value(v).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
 }
 
@@ -102,6 +102,7 @@ pub fn live_run(py: Python<'_>, scenario_json: &str, seed: u64, controller: Opti
 pub fn live_send(py: Python<'_>, to: &str, flow_json: &str, options_json: &str, bind: &str) -> PyResult<PyObject> {
     let flow: FlowConfig = parse_json(py, "flow", flow_json)?;
     let opts: SenderOptions = parse_json(py, "options", options_json)?;
+    opts.validate(&flow).map_err(|e| config_err(py, e))?;
     let (peer, bind) = (addr(to)?, addr(bind)?);
     let stop = StopFlag::new();
     let name = flow.controller.clone();
@@ -121,6 +122,7 @@ pub fn live_send(py: Python<'_>, to: &str, flow_json: &str, options_json: &str, 
 pub fn live_recv(py: Python<'_>, listen: &str, flow_json: &str, options_json: &str, peer: Option<&str>) -> PyResult<PyObject> {
     let flow: FlowConfig = parse_json(py, "flow", flow_json)?;
     let opts: ReceiverOptions = parse_json(py, "options", options_json)?;
+    opts.validate(&flow).map_err(|e| config_err(py, e))?;
     let listen = addr(listen)?;
     let peer = peer.map(addr).transpose()?;
     let stop = StopFlag::new();
@@ -139,6 +141,8 @@ pub fn emulate(py: Python<'_>, listen: &str, forward: &str, options_json: &str) 
     let mut opts: EmulatorOptions = parse_json(py, "options", options_json)?;
     read_trace(py, &mut opts.link)?;
     if let Some(l) = opts.reverse_link.as_mut() { read_trace(py, l)?; }
+    opts.validate().map_err(|e| config_err(py, e))?;
+    opts.keep_series = false; // unused here; memory stays flat however long it relays
     let (listen, forward) = (addr(listen)?, addr(forward)?);
     let stop = StopFlag::new();
     let e = guarded("emulator setup", || Emulator::new(opts, listen, forward, LiveClock::new(), stop.clone()))?.map_err(|e| {

@@ -119,6 +119,13 @@ impl Limit {
         format!("{}{}, {}]{unit}", if self.min_exclusive { "(" } else { "[" }, num(self.min), num(self.max))
     }
 
+    /// `v` as the value of `field` (a path or a flag name for the message): an error naming the
+    /// field, the value and the range when out of it. Shared with the live components' options.
+    pub fn check(&self, field: &str, v: f64) -> Result<(), ConfigError> {
+        if self.admits(v) { return Ok(()); }
+        Err(ConfigError::new(field, format!("{} is out of range: must be in {}", num(v), self.range_text())))
+    }
+
     fn admits(&self, v: f64) -> bool {
         v.is_finite() && v <= self.max && if self.min_exclusive { v > self.min } else { v >= self.min }
     }
@@ -166,10 +173,7 @@ pub fn check_tree(prefix: &str, v: &Value) -> Result<(), ConfigError> {
             let Some(l) = limit_of(prefix) else {
                 return Err(ConfigError::new(prefix, "internal error: no range declared for this field (scenario/limits.rs)"));
             };
-            if !l.admits(x) {
-                return Err(ConfigError::new(prefix, format!("{} is out of range: must be in {}", num(x), l.range_text())));
-            }
-            Ok(())
+            l.check(prefix, x)
         }
         Value::Array(items) => items.iter().enumerate().try_for_each(|(i, x)| check_tree(&format!("{prefix}[{i}]"), x)),
         Value::Object(map) => map.iter().try_for_each(|(k, x)| {

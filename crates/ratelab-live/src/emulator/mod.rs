@@ -12,18 +12,31 @@
 //! or the configured one) to `forward`. The model runs on event times exactly as in the
 //! simulator (transmission ends, delivery times); the wall clock only decides when a delivery
 //! is written to the socket, and how late that was is reported.
+//!
+//! Timekeeping: the relay thread asks for real-time scheduling (`SCHED_FIFO`, when the process
+//! may) so that a busy CPU (a browser encoding video) does not delay its wake-ups by whole
+//! scheduler slices, sleeps in `ppoll` until the next due time (minus `spin_us`, then spins), and
+//! does no allocation or I/O beyond the datagram itself on the delivery path.
 
+mod record;
+mod stats;
+
+pub use record::{rtp_ids, Fate, LinkColumns, PacketColumns, Recorder};
+pub use stats::{DirectionStats, EmulatorResult, EmulatorSeries, EmulatorStats, RouteStats};
+use stats::Acc;
+
+use crate::flags;
 use crate::net::{self, LiveClock};
 use crate::payload::IP_UDP_OVERHEAD;
-use crate::{Quantiles, StopFlag};
+use crate::StopFlag;
 use ratelab_core::network::capacity::CapacitySchedule;
-use ratelab_core::network::link::{Enqueued, Link, LinkStats, QueueLimit};
+use ratelab_core::network::link::{DropReason, Enqueued, Link, QueueLimit};
 use ratelab_core::network::loss::LossModel;
 use ratelab_core::network::packet::{Packet, Payload};
 use ratelab_core::scenario::{validate_link, Direction, LinkConfig};
 use ratelab_core::sim::build::{build_link, capacity_schedule, derive_seed};
 use ratelab_core::sim::events::EventQueue;
-use ratelab_core::{Bitrate, Bytes, Duration, Time};
+use ratelab_core::{Bitrate, Bytes, ConfigError, Duration, Time};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -51,6 +64,13 @@ pub struct EmulatorOptions {
     pub series_interval_ms: f64,
     /// Write every datagram the emulator receives (both directions) to this pcap file.
     pub capture: Option<String>,
+    /// Ask for real-time scheduling of the relay thread (granted or not: `stats.realtime`).
+    pub realtime: bool,
+    /// Wake this long before a due delivery and spin to it (µs; 0: trust the timer).
+    pub spin_us: f64,
+    /// Keep the link series in the result (`live run` joins it); off, memory stays flat however
+    /// long the run (a [`Recorder`] still gets it).
+    pub keep_series: bool,
 }
 
 impl Default for EmulatorOptions {
@@ -58,27 +78,30 @@ impl Default for EmulatorOptions {
         EmulatorOptions {
             link: LinkConfig { capacity_kbps: Some(1000.0), trace_format: "auto".into(), trace_scale: 1.0, trace_loop: true, mahimahi_bin_ms: 100.0, ..Default::default() },
             forward_delay_ms: 0.0, reverse_delay_ms: 0.0, reverse_link: None, duration_s: 0.0, seed: 1, client: None, max_held: 100_000, series_interval_ms: 25.0, capture: None,
+            realtime: true, spin_us: 0.0, keep_series: true,
         }
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct DirectionStats {
-    pub arrived_packets: u64,
-    pub arrived_bytes: i64,
-    pub random_drops: u64,
-    pub queue_drops: u64,
-    /// Dropped because `max_held` datagrams were already held.
-    pub overflow_drops: u64,
-    pub delivered_packets: u64,
-    pub delivered_bytes: i64,
-    /// Waiting time in the bottleneck queue (tx start − arrival), ms: the simulator's queuing delay.
-    pub queue_delay_ms: Quantiles,
-    /// Arrival to delivery (queue + transmission + propagation), ms.
-    pub delay_ms: Quantiles,
-    /// How late deliveries were written to the socket (wall clock − model time), µs.
-    pub send_late_us: Quantiles,
-    pub send_errors: u64,
+/// `ratelab emulate`'s flags, by the option path they set.
+const EMULATE_FLAGS: &[(&str, &str)] = &[
+    ("link.capacity_kbps", "--capacity-kbps"), ("link.loss", "--loss"), ("link.queue.ms", "--queue-ms"), ("link.queue.packets", "--queue-packets"),
+];
+
+impl EmulatorOptions {
+    /// Every number against its declared range (`flags`): the links as a scenario's, the delays
+    /// as a flow's one-way delay; errors name `ratelab emulate`'s flag where there is one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        flags::check_part("link", &self.link, EMULATE_FLAGS)?;
+        if let Some(l) = &self.reverse_link { flags::check_part("reverse_link", l, &[])?; }
+        let delay = flags::scenario("flows[0].one_way_delay_ms");
+        flags::check("--delay-ms", delay, self.forward_delay_ms)?;
+        flags::check("--reverse-delay-ms", delay, self.reverse_delay_ms)?;
+        flags::check("--duration", &flags::SECONDS_OR_ZERO, self.duration_s)?;
+        flags::check("max_held", &flags::MAX_HELD, self.max_held as f64)?;
+        flags::check("spin_us", &flags::SPIN_US, self.spin_us)?;
+        flags::check("series_interval_ms", flags::scenario("metrics.series_interval_ms"), self.series_interval_ms)
+    }
 }
 
 /// One sender → receiver path through the emulator.
@@ -95,81 +118,50 @@ pub struct Route {
     pub return_delay: Duration,
 }
 
-/// What one route's two legs carried.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct RouteStats {
+/// A route as a front end gives it (the browser harness: one per media flow).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// `host:port` of the sender (default: the first unknown address that sends).
     pub sender: Option<String>,
     pub receiver: String,
+    #[serde(default)]
     pub direction: Direction,
-    /// Sender → receiver (over the link of `direction`).
-    pub data: DirectionStats,
-    /// Receiver → sender (over the other link).
-    pub feedback: DirectionStats,
+    /// Delay after the data bottleneck, ms (default: that link's `delay_ms`).
+    pub data_delay_ms: Option<f64>,
+    /// Delay after the return bottleneck, ms (default: that link's `delay_ms`, or
+    /// `reverse_delay_ms` for a return path without a link).
+    pub return_delay_ms: Option<f64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct EmulatorStats {
-    pub end_reason: String,
-    /// The first route's sender (the standalone emulator's client).
-    pub client: Option<String>,
-    /// The first route's receiver.
-    pub forward_addr: String,
-    pub foreign_datagrams: u64,
-    /// Everything that crossed the forward link (`link`), all routes together.
-    pub forward: DirectionStats,
-    /// Everything that crossed the reverse link (`reverse_link`, or the delay-only return path).
-    pub reverse: DirectionStats,
-    /// Per route, in the order given.
-    pub routes: Vec<RouteStats>,
-    /// Mean forward capacity over the run (kbit/s).
-    pub capacity_kbps_mean: f64,
-    pub cpu_us: i64,
-    /// Datagrams written to the capture file, and any error writing it.
-    pub captured: u64,
-    pub capture_error: Option<String>,
-}
-
-/// Time series on the grid `k × interval`, per link (`[forward, reverse]`).
-#[derive(Clone, Debug, Default)]
-pub struct EmulatorSeries {
-    pub k: Vec<u64>,
-    pub capacity_kbps: [Vec<f64>; 2],
-    /// Queuing delay of the latest packet to leave the bottleneck (ms), as the simulator's series.
-    pub queue_ms: [Vec<f64>; 2],
-}
-
-pub struct EmulatorResult {
-    pub stats: EmulatorStats,
-    pub series: EmulatorSeries,
-    /// The core link counters of `[forward, reverse]`, as the simulator's links keep them.
-    pub link_stats: [LinkStats; 2],
-}
-
-/// Counters and histograms of one link or one route leg.
-struct Acc {
-    stats: DirectionStats,
-    queue_h: hdrhistogram::Histogram<u64>,
-    delay_h: hdrhistogram::Histogram<u64>,
-    late_h: hdrhistogram::Histogram<u64>,
-}
-
-impl Acc {
-    fn new() -> Self { Acc { stats: DirectionStats::default(), queue_h: net::us_histogram(), delay_h: net::us_histogram(), late_h: net::us_histogram() } }
-    fn finish(mut self) -> DirectionStats {
-        self.stats.queue_delay_ms = Quantiles::of(&self.queue_h).scaled(1e-3);
-        self.stats.delay_ms = Quantiles::of(&self.delay_h).scaled(1e-3);
-        self.stats.send_late_us = Quantiles::of(&self.late_h);
-        self.stats
-    }
-    fn arrived(&mut self, bytes: i64) { self.stats.arrived_packets += 1; self.stats.arrived_bytes += bytes; }
-    fn dropped(&mut self, random: bool) { if random { self.stats.random_drops += 1 } else { self.stats.queue_drops += 1 } }
-    fn left_queue(&mut self, q: Duration) { let _ = self.queue_h.record(q.as_us().max(1) as u64); }
-    fn delivered(&mut self, bytes: i64, delay: Duration, late: Duration, ok: bool) {
-        self.stats.delivered_packets += 1;
-        self.stats.delivered_bytes += bytes;
-        if !ok { self.stats.send_errors += 1; }
-        let _ = self.delay_h.record(delay.as_us().max(1) as u64);
-        let _ = self.late_h.record(late.as_us().max(1) as u64);
+impl EmulatorOptions {
+    /// `configs` as routes over these options' links; errors name `routes[i].<field>`.
+    pub fn routes(&self, configs: &[RouteConfig]) -> Result<Vec<Route>, ConfigError> {
+        if configs.is_empty() { return Err(ConfigError::new("routes", "give at least one route")); }
+        let delay_of = |d: Direction| match (d, &self.reverse_link) {
+            (Direction::Forward, _) => self.link.delay_ms + self.forward_delay_ms,
+            (Direction::Reverse, Some(l)) => l.delay_ms + self.reverse_delay_ms,
+            (Direction::Reverse, None) => self.reverse_delay_ms,
+        };
+        let limit = flags::scenario("flows[0].one_way_delay_ms");
+        let addr = |f: String, s: &str| crate::net::resolve(s).map_err(|e| ConfigError::new(f, e));
+        configs.iter().enumerate().map(|(i, c)| {
+            let f = |name: &str| format!("routes[{i}].{name}");
+            if c.direction == Direction::Reverse && self.reverse_link.is_none() {
+                return Err(ConfigError::new(f("direction"), "a reverse route needs options.reverse_link"));
+            }
+            let data = c.data_delay_ms.unwrap_or_else(|| delay_of(c.direction));
+            let ret = c.return_delay_ms.unwrap_or_else(|| delay_of(c.direction.other()));
+            flags::check(&f("data_delay_ms"), limit, data)?;
+            flags::check(&f("return_delay_ms"), limit, ret)?;
+            Ok(Route {
+                sender: c.sender.as_deref().map(|s| addr(f("sender"), s)).transpose()?,
+                receiver: addr(f("receiver"), &c.receiver)?,
+                direction: c.direction,
+                data_delay: Duration::from_ms_f64(data),
+                return_delay: Duration::from_ms_f64(ret),
+            })
+        }).collect()
     }
 }
 
@@ -192,7 +184,7 @@ impl RouteState {
 }
 
 /// A datagram in the emulator: its bytes, when it arrived, its route and the link it crosses.
-struct Held { bytes: Vec<u8>, arrived: Time, route: usize, link: usize }
+struct Held { bytes: Vec<u8>, arrived: Time, route: usize, link: usize, queue: Duration }
 
 #[derive(Debug)]
 enum Ev { LinkDone(usize), Deliver(u64) }
@@ -214,6 +206,7 @@ pub struct Emulator {
     table: HashMap<SocketAddr, (usize, usize)>,
     opts: EmulatorOptions,
     stop: StopFlag,
+    recorder: Option<Recorder>,
 }
 
 impl Emulator {
@@ -222,6 +215,7 @@ impl Emulator {
     /// `link.delay_ms + forward_delay_ms`, return delay `reverse_delay_ms` (+ the reverse link's
     /// `delay_ms`). Trace files must already be read into `link.trace_content`.
     pub fn new(opts: EmulatorOptions, listen: SocketAddr, forward: SocketAddr, clock: LiveClock, stop: StopFlag) -> Result<Emulator, String> {
+        opts.validate().map_err(|e| e.to_string())?;
         let end = if opts.duration_s > 0.0 { Time::from_secs_f64(opts.duration_s) } else { Time::from_secs_f64(3600.0) };
         let fwd = link_for("link", &opts.link, end)?;
         let rev = match &opts.reverse_link {
@@ -236,7 +230,7 @@ impl Emulator {
         };
         let sock = net::bind(listen).map_err(|e| format!("cannot bind {listen}: {e}"))?;
         let links = [fwd, rev].map(|link| Bottleneck { link, acc: Acc::new(), last_queue_delay: Duration::ZERO });
-        Ok(Emulator { sock, clock, links, routes: Vec::new(), table: HashMap::new(), opts, stop }.with_routes(vec![route]))
+        Ok(Emulator { sock, clock, links, routes: Vec::new(), table: HashMap::new(), opts, stop, recorder: None }.with_routes(vec![route]))
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> { self.sock.local_addr().ok() }
@@ -253,6 +247,9 @@ impl Emulator {
         self
     }
 
+    /// Record each data-leg datagram's fate and the link series into `r` (the harness drains it).
+    pub fn with_recorder(mut self, r: Recorder) -> Self { self.recorder = Some(r); self }
+
     /// The route and leg of a datagram from `src`: a route's sender (leg 0) or receiver (leg 1);
     /// an unknown address becomes the sender of the first route that has none yet.
     fn classify(&mut self, src: SocketAddr) -> Option<(usize, usize)> {
@@ -265,6 +262,8 @@ impl Emulator {
 
     pub fn run(mut self) -> EmulatorResult {
         net::precise_timers();
+        let realtime = self.opts.realtime && net::realtime_priority();
+        let spin = Duration::from_us(self.opts.spin_us as i64);
         let cpu0 = net::thread_cpu_us();
         let clock = self.clock;
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(self.opts.seed, 1));
@@ -315,6 +314,7 @@ impl Emulator {
                 if held.len() >= self.opts.max_held {
                     self.links[d].acc.stats.overflow_drops += 1;
                     self.routes[ri].legs[leg].stats.overflow_drops += 1;
+                    if let (Some(r), 0) = (&self.recorder, leg) { r.packet(ri, ta.as_secs_f64(), size, f64::NAN, f64::NAN, Fate::Overflow, &buf[..n]); }
                     continue;
                 }
                 let id = next_id;
@@ -322,28 +322,44 @@ impl Emulator {
                 let pkt = Packet { flow: ri as u32, seq: id, size: Bytes::new(size), send_time: ta, enqueue_time: ta, tx_start: ta, probe_cluster: None, payload: Payload::Padding };
                 match self.links[d].link.enqueue(ta, pkt, &mut rng) {
                     Enqueued::Accepted(start) => {
-                        held.insert(id, Held { bytes: buf[..n].to_vec(), arrived: ta, route: ri, link: d });
+                        held.insert(id, Held { bytes: buf[..n].to_vec(), arrived: ta, route: ri, link: d, queue: Duration::ZERO });
                         if let Some(e) = start { events.push(e, Ev::LinkDone(d)); }
                     }
-                    Enqueued::Dropped(reason, _) => self.routes[ri].legs[leg].dropped(reason == ratelab_core::network::link::DropReason::Random),
+                    Enqueued::Dropped(reason, _) => {
+                        let random = reason == DropReason::Random;
+                        self.routes[ri].legs[leg].dropped(random);
+                        if let (Some(r), 0) = (&self.recorder, leg) {
+                            r.packet(ri, ta.as_secs_f64(), size, f64::NAN, f64::NAN, if random { Fate::Random } else { Fate::Queue }, &buf[..n]);
+                        }
+                    }
                 }
             }
             // Series (per link).
             let now = clock.now();
             while next_series <= now {
-                series.k.push((next_series.as_us() / iv.as_us()) as u64);
+                if self.opts.keep_series { series.k.push((next_series.as_us() / iv.as_us()) as u64); }
                 for (d, b) in self.links.iter().enumerate() {
-                    series.capacity_kbps[d].push(b.link.capacity().rate_at(next_series).kbps_f64());
-                    series.queue_ms[d].push(b.last_queue_delay.as_ms_f64());
+                    let cap = b.link.capacity().rate_at(next_series).kbps_f64();
+                    if self.opts.keep_series {
+                        series.capacity_kbps[d].push(cap);
+                        series.queue_ms[d].push(b.last_queue_delay.as_ms_f64());
+                    }
+                    if let Some(r) = &self.recorder { r.link(next_series.as_secs_f64(), d as u8, cap, b.link.queue_bytes().get(), b.last_queue_delay.as_ms_f64()); }
                 }
                 next_series += iv;
             }
             let mut deadline = next_series.min(now + Duration::from_ms(100));
             if let Some(t) = events.peek_time() { deadline = deadline.min(t); }
             if let Some(e) = end { deadline = deadline.min(e); }
-            if deadline > now { net::wait_readable(&self.sock, deadline - now); }
+            // Sleep to `spin` before the deadline, then poll the socket without sleeping.
+            if deadline - now > spin { net::wait_readable(&self.sock, deadline - now - spin); }
         }
         let stats_end = clock.now();
+        if let Some(r) = &self.recorder {
+            let mut left: Vec<(&u64, &Held)> = held.iter().filter(|(_, h)| self.routes[h.route].leg(h.link) == 0).collect();
+            left.sort_by_key(|(id, _)| **id);
+            for (_, h) in left { r.packet(h.route, h.arrived.as_secs_f64(), h.bytes.len() as i64 + IP_UDP_OVERHEAD, f64::NAN, f64::NAN, Fate::InFlight, &h.bytes); }
+        }
         let captured = match pcap.map(|w| w.finish()) {
             Some(Ok(n)) => n,
             Some(Err(e)) => { capture_error = Some(e.to_string()); 0 }
@@ -372,6 +388,7 @@ impl Emulator {
             routes,
             capacity_kbps_mean,
             cpu_us: net::thread_cpu_us() - cpu0,
+            realtime,
             captured,
             capture_error,
         };
@@ -393,7 +410,15 @@ impl Emulator {
                     let r = &mut self.routes[pkt.flow as usize];
                     let leg = r.leg(d);
                     // `link.loss_after_queue`: the datagram used its transmission time, then is lost.
-                    if b.link.drop_on_exit(t, rng) { held.remove(&pkt.seq); r.legs[leg].dropped(true); continue; }
+                    if b.link.drop_on_exit(t, rng) {
+                        let h = held.remove(&pkt.seq);
+                        r.legs[leg].dropped(true);
+                        if let (Some(rec), Some(h), 0) = (&self.recorder, h, leg) {
+                            rec.packet(h.route, h.arrived.as_secs_f64(), pkt.size.get(), q.as_ms_f64(), f64::NAN, Fate::Random, &h.bytes);
+                        }
+                        continue;
+                    }
+                    if let Some(h) = held.get_mut(&pkt.seq) { h.queue = q; }
                     b.acc.left_queue(q);
                     r.legs[leg].left_queue(q);
                     let exit = b.link.exit_time(t);
@@ -410,6 +435,9 @@ impl Emulator {
                     let size = h.bytes.len() as i64 + IP_UDP_OVERHEAD;
                     self.links[h.link].acc.delivered(size, t - h.arrived, wall - t, ok);
                     r.legs[leg].delivered(size, t - h.arrived, wall - t, ok);
+                    if let (Some(rec), 0) = (&self.recorder, leg) {
+                        rec.packet(h.route, h.arrived.as_secs_f64(), size, h.queue.as_ms_f64(), t.as_secs_f64(), Fate::Delivered, &h.bytes);
+                    }
                 }
             }
         }
