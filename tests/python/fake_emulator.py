@@ -69,7 +69,17 @@ class Handle:
                 _, _, d, dst = heapq.heappop(due)
                 self.sock.sendto(d, dst)
 
-    def drain_packets(self) -> dict[str, np.ndarray]:
+    def drain_packets(self) -> dict:
+        """As ``ratelab._core.EmulatorHandle.drain_packets``: the data legs' records as numpy
+        columns (``ssrc``/``seq`` -1 where not RTP) plus ``fate`` ("" delivered, else why not)."""
+        flat = self._drain_flat()
+        data = flat["leg"] == 0
+        packets = {k: flat[k][data] for k in ("route", "arrival_s", "size", "queue_ms", "delivered_s")}
+        packets["ssrc"], packets["seq"] = flat["rtp_ssrc"][data], flat["rtp_seq"][data]
+        packets["fate"] = ["queue" if d else "" for d in flat["dropped"][data]]
+        return {"packets": packets, "links": {}, "discarded": 0}
+
+    def _drain_flat(self) -> dict[str, np.ndarray]:
         rows, self.rows = self.rows, []
         cols = list(zip(*rows)) if rows else [()] * 10
         names = ("route", "leg", "arrival_s", "size", "queue_ms", "delivered_s", "dropped", "rtp_ssrc", "rtp_seq", "rtp_pt")
@@ -84,7 +94,7 @@ class Handle:
         self._th.join()
         self.sock.close()
         # Statistics over everything; what was not drained yet stays for drain_packets.
-        rest, keep = self.drain_packets(), self.rows
+        rest, keep = self._drain_flat(), self.rows
         self._all.pop()
         self.rows = [list(r) for r in zip(*rest.values())] + keep
         parts = self._all + [rest]

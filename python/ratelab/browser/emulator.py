@@ -127,20 +127,30 @@ class _Native:
         except core_errors() as exc:
             raise from_core(exc, source) from None
         self._addr = str(self._h.local_addr())  # still known once stopped (provenance)
+        #: Records the handle counted but did not keep (its buffer cap): reported in provenance.
+        self.discarded = 0
 
     def local_addr(self) -> str:
         return self._addr
 
     def drain_packets(self) -> dict[str, np.ndarray]:
-        cols = dict(self._h.drain_packets())
-        n = len(next(iter(cols.values()), ()))
-        out = {k: np.asarray(cols[k]) for k in PACKET_COLUMNS if k in cols}
-        out.setdefault("leg", np.zeros(n, dtype=np.uint8))
+        """The handle's record since the last drain (``packets``: numpy columns route,
+        arrival_s, size, queue_ms, delivered_s, ssrc, seq and the list ``fate``, "" when
+        delivered), in this module's column names."""
+        got = dict(self._h.drain_packets())
+        cols = dict(got.get("packets", got))
+        self.discarded += int(got.get("discarded", 0) or 0)
+        fate = [str(f) for f in cols.get("fate", [])]
+        n = len(fate)
+        out = {k: np.asarray(cols[k]) for k in ("route", "arrival_s", "size", "queue_ms", "delivered_s") if k in cols}
+        out["leg"] = np.zeros(n, dtype=np.uint8)  # the handle records the data legs
+        # dropped by the link (queue, random, overflow); "in_flight" at stop is not a drop
+        out["dropped"] = np.array([f not in ("", "in_flight") for f in fate], dtype=bool)
+        out["rtp_ssrc"] = np.asarray(cols.get("ssrc", np.full(n, -1)))
+        out["rtp_seq"] = np.asarray(cols.get("seq", np.full(n, -1)))
+        out["rtp_pt"] = np.full(n, -1)  # not recorded by the handle
         for k in ("queue_ms", "delivered_s"):
             out.setdefault(k, np.full(n, np.nan))
-        out.setdefault("dropped", np.zeros(n, dtype=bool))
-        for k in ("rtp_ssrc", "rtp_seq", "rtp_pt"):
-            out.setdefault(k, np.full(n, -1))
         return out
 
     def stop(self) -> dict[str, Any]:
