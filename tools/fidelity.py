@@ -124,12 +124,12 @@ def forward_flows(sc) -> list[int]:
 
 def run_all(a: argparse.Namespace) -> int:
     out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     chosen = select(a.cases)
     contenders = a.contenders or list(CONTENDERS)
     for c in contenders:
         if c not in CONTENDERS:
             raise Bad(f"error: --contender: unknown contender '{c}' (known: {', '.join(CONTENDERS)})")
+    out.mkdir(parents=True, exist_ok=True)
     browser = {"width": a.width, "height": a.height, "fps": a.fps, "complexity": a.complexity}
     with realtime_lock(out, any(CONTENDERS[c][0] != "sim" for c in contenders)):
         for case in chosen:
