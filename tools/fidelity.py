@@ -114,6 +114,15 @@ def scenario_of(case: Case, cap: float | None):
     return sc
 
 
+def ceiling(sc) -> float:
+    """The forward flows' summed ``media.max_kbps`` (inf when one has none: the simulator's
+    default is far above these links)."""
+    from ratelab.browser.run import expand_flows
+
+    caps = [f["media"].get("max_kbps") for f in expand_flows(sc, "x") if f["direction"] == "forward"]
+    return float(sum(caps)) if caps and all(c is not None for c in caps) else math.inf
+
+
 def forward_flows(sc) -> list[int]:
     from ratelab.browser.run import expand_flows
 
@@ -305,7 +314,8 @@ def report(a: argparse.Namespace) -> int:
         steps = F.steps_of(sc.data.get("link") or {}, min(durs))
         for c, lst in runs.items():
             for lo in lst:
-                lo.metrics = F.run_metrics(lo.grid, cap[:len(lo.grid["delivered"])], lo.summary_run, flows, steps)
+                lo.metrics = F.run_metrics(lo.grid, cap[:len(lo.grid["delivered"])], lo.summary_run, flows, steps,
+                                           ceiling_kbps=ceiling(sc))
         real_target = {c: _targets(runs.get(c, []), flows, n) for c in ("chromium", "live-gcc", "live-ratelab-cc")}
         for c in CONTENDERS:
             lst = runs.get(c, [])

@@ -125,6 +125,8 @@ def test_run_metrics_of_a_hand_made_run():
     assert m["loss_pct"] == pytest.approx(2.0)
     assert m["t90_up_s"] == pytest.approx(2.5)
     assert math.isnan(m["react_down_s"])  # no step down
+    # A 2000 kbit/s ceiling: 90 % of it (1800 = 1000 + 500 (t - 5), t = 6.6) is first seen in the bin ending at 7 s
+    assert F.run_metrics(g, cap, summary, [0], [(5.0, 1000.0, 2500.0, 10.0)], 0.5, ceiling_kbps=2000.0)["t90_up_s"] == pytest.approx(2.0)
     delivered = np.minimum(rate, 2500.0)
     assert m["utilization"] == pytest.approx(100 * delivered.sum() / cap.sum())
 

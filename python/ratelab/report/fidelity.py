@@ -157,14 +157,17 @@ def run_grid(series: Mapping[str, np.ndarray], flows: Sequence[int], duration_s:
 
 
 def run_metrics(g: Mapping[str, np.ndarray], capacity: np.ndarray, summary_run: Mapping[str, Any], flows: Sequence[int],
-                steps: Sequence[tuple[float, float, float, float]], dt: float = GRID_S) -> dict[str, float]:
+                steps: Sequence[tuple[float, float, float, float]], dt: float = GRID_S,
+                ceiling_kbps: float = math.inf) -> dict[str, float]:
     """The per-run numbers of the study from a run's grid (:func:`run_grid`: utilization, step
     responses), the case's capacity on the grid and the run's entry in ``summary.json``
-    (queuing delay per packet, freezes, loss)."""
+    (queuing delay per packet, freezes, loss). ``ceiling_kbps``: the most the flows may send
+    (their ``max_kbps`` summed); a step up is reached at 90 % of the new capacity or of this
+    ceiling, whichever is lower (RMCAT 5.1 steps to 2.5 Mbit/s with a 1.5 Mbit/s flow)."""
     t_end = (np.arange(len(capacity)) + 1) * dt
     fl = [f for f in summary_run.get("flows", []) if f.get("id") in flows]
     qm, q95 = packet_queue_stats(fl)
-    ups = [time_to_fraction(t_end, g["delivered"], t, new, until) for t, old, new, until in steps if new > old]
+    ups = [time_to_fraction(t_end, g["delivered"], t, min(new, ceiling_kbps), until) for t, old, new, until in steps if new > old]
     downs = [reaction_time(t_end, g["send"], t, new, until) for t, old, new, until in steps if new < old]
     return {
         "utilization": utilization(g["delivered"], capacity),
@@ -196,5 +199,5 @@ def goal(sim: Mapping[str, Sequence[float]], real: Mapping[str, Sequence[float]]
     if abs(sq - rq) > max(GOAL_P95_REL * rq, GOAL_P95_MS):
         why.append(f"p95 {sq - rq:+.0f} ms")
     if not (min(rf) <= sf <= max(rf)):
-        why.append(f"freezes {sf:g} vs {min(rf):g}..{max(rf):g}")
+        why.append(f"freezes {sf:.3g} vs {min(rf):g}..{max(rf):g}")
     return not why, ", ".join(why)
