@@ -187,11 +187,16 @@ def one_run(folder: Path, rep: str, case: Case, sc, kind: str, ctrl: str, browse
     done, part = folder / rep, folder / f"{rep}.part"
     if (done / "meta.json").is_file():
         return True
+    media_fps = None
+    if kind != "browser" and a.same_fps:  # the simulated and live sources at the browser's frame rate
+        media_fps = browser["fps"]
+        sc = sc.with_overrides([f"flows.{i}.media.fps={media_fps:g}" for i in range(len(sc.data.get("flows") or []))])
     shutil.rmtree(part, ignore_errors=True)
     seed = int(rep[1:])
     meta: dict[str, Any] = {"case": case.name, "contender": folder.name, "kind": kind, "controller": ctrl, "rep": rep,
                             "seed": seed, "scenario": case.base, "overrides": list(case.overrides),
-                            "duration_s": sc.duration_s, "duration_cap_s": a.duration_cap, "cpus": os.cpu_count(),
+                            "duration_s": sc.duration_s, "duration_cap_s": a.duration_cap, "media_fps": media_fps,
+                            "cpus": os.cpu_count(),
                             "load1_before": os.getloadavg()[0], "started_unix": time.time()}
     label = f"{case.name} · {folder.name} · {rep}"
     print(f"fidelity: {label} ({sc.duration_s:g} s{' real time' if kind != 'sim' else ''}, load {meta['load1_before']:.2f})",
@@ -334,7 +339,7 @@ def report(a: argparse.Namespace) -> int:
             rows.append(row)
             for lo in lst:
                 per_run.append({"case": case.name, "split": case.split, "contender": c, "rep": lo.meta["rep"],
-                                "duration_s": lo.meta["duration_s"], "load1_before": lo.meta.get("load1_before"),
+                                "duration_s": lo.meta["duration_s"], "media_fps": lo.meta.get("media_fps") or "", "load1_before": lo.meta.get("load1_before"),
                                 "load1_after": lo.meta.get("load1_after"), "cpu_limited": lo.meta.get("cpu_limited", ""),
                                 "cpu_limited_fraction": lo.meta.get("cpu_limited_fraction", ""),
                                 "source_fps": lo.meta.get("source_fps", ""), **{k: round(v, 3) for k, v in lo.metrics.items()}})
@@ -468,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--height", type=int, default=360)
     r.add_argument("--fps", type=float, default=15.0)
     r.add_argument("--complexity", type=float, default=0.5)
+    r.add_argument("--scenario-fps", dest="same_fps", action="store_false",
+                   help="simulated and live sources keep the scenario's media.fps (default: the browser's --fps)")
     q = sub.add_parser("report", help="table, runs.csv and figures from the run folders")
     q.add_argument("--out", required=True)
     q.add_argument("--docs", default=str(ROOT / "docs" / "fidelity"))

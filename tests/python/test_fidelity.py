@@ -178,6 +178,6 @@ def test_a_complete_run_folder_is_not_run_again(tmp_path, monkeypatch):
         raise AssertionError("a complete run was started again")
     monkeypatch.setattr(runner, "run_scenario", boom)
     case = next(c for c in T.cases() if c.name == "const-500k")
-    args = SimpleNamespace(duration_cap=None)
+    args = SimpleNamespace(duration_cap=None, same_fps=True)
     assert T.one_run(tmp_path / "const-500k" / "chromium", "r1", case, SimpleNamespace(duration_s=100.0), "browser",
                      "chromium", {}, args) is True
