@@ -345,14 +345,15 @@ def report(a: argparse.Namespace) -> int:
                                 "source_fps": lo.meta.get("source_fps", ""), **{k: round(v, 3) for k, v in lo.metrics.items()}})
         met, why = F.goal(_by_metric(runs.get("sim-gcc", [])), _by_metric(runs.get("chromium", [])))
         goals.append((case, met, why))
-        figure(case, runs, cap, n, docs / f"{case.name}.png", min(durs))
+        if a.figures:
+            figure(case, runs, cap, n, docs / f"{case.name}.png", min(durs))
     (docs / "table.md").write_text(table_md(rows, goals, a))
     with (docs / "runs.csv").open("w", newline="") as fh:
         if per_run:
             w = csv.DictWriter(fh, fieldnames=list(per_run[0]))
             w.writeheader()
             w.writerows(per_run)
-    print(f"fidelity: wrote {docs / 'table.md'}, {docs / 'runs.csv'} and {len(goals)} figures", file=sys.stderr)
+    print(f"fidelity: wrote {docs / 'table.md'}, {docs / 'runs.csv'} and {len(goals) if a.figures else 0} figures", file=sys.stderr)
     del np
     return 0
 
@@ -479,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--out", required=True)
     q.add_argument("--docs", default=str(ROOT / "docs" / "fidelity"))
     q.add_argument("--cases", help="regular expression on case names")
+    q.add_argument("--no-figures", dest="figures", action="store_false", help="the table and runs.csv only")
     try:
         a = p.parse_args(argv)
         if a.cmd == "run":
