@@ -204,7 +204,7 @@ def one_run(folder: Path, rep: str, case: Case, sc, kind: str, ctrl: str, browse
     try:
         if kind == "sim":
             from ratelab.run.runner import run_scenario
-            result = run_scenario(sc, [ctrl], seed=seed, out_dir=part, packets=False)
+            result = run_scenario(sc, [ctrl], seed=seed, out_dir=part)  # packets: the burst evidence
         elif kind == "live":
             from ratelab.run.live import run_live
             result = run_live(sc, [ctrl], seed=seed, out_dir=part, packets=False)
@@ -453,6 +453,56 @@ def figure(case: Case, runs: dict[str, list[Loaded]], cap, n: int, path: Path, d
     os.replace(tmp, path)
 
 
+def evidence(a: argparse.Namespace) -> int:
+    """What the browser's getStats and the emulator's packet record say per case (first
+    Chromium run, after the first 5 s), beside sim gcc's first seed: the numbers of the pilot's
+    diagnosis in docs/fidelity.md."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    out = Path(a.out)
+    print("| case | C aob kbps | C enc target | C encoded | C sent | sim target | sim sent | C key frames | C widths "
+          "| C bw-limited % | C fps | C bursts/s | C burst kB p50 | sim bursts/s | sim burst kB p50 |")
+    print("|" + "---|" * 15)
+    for case in select(a.cases):
+        cdirs = sorted((out / case.name / "chromium").glob("r*/chromium"))
+        sdirs = sorted((out / case.name / "sim-gcc").glob("s*/*/series.parquet"))
+        if not cdirs or not sdirs:
+            continue
+        c = pq.read_table(cdirs[0] / "series.parquet").to_pydict()
+        s = pq.read_table(sdirs[0]).to_pydict()
+        cm, sm = _arr(c["t_s"]) > 5, _arr(s["t_s"]) > 5
+        mean = lambda d, m, k: float(np.nanmean(_arr(d[k])[m]))  # noqa: E731
+        widths = sorted({int(w) for w in _arr(c["width"]) if math.isfinite(w)})
+        ql = [q for q, keep in zip(c["quality_limitation"], cm) if keep]
+        bursts = [_bursts(d / "packets.parquet") for d in (cdirs[0], sdirs[0].parent)]
+        print(f"| {case.name} | {mean(c, cm, 'target_kbps'):.0f} | {mean(c, cm, 'encoder_target_kbps'):.0f} | "
+              f"{mean(c, cm, 'encoder_kbps'):.0f} | {mean(c, cm, 'send_kbps'):.0f} | {mean(s, sm, 'target_kbps'):.0f} | "
+              f"{mean(s, sm, 'send_kbps'):.0f} | {int(_arr(c['key_frames'])[-1])} | {'/'.join(map(str, widths))} | "
+              f"{100 * sum(q == 'bandwidth' for q in ql) / max(len(ql), 1):.0f} | {mean(c, cm, 'fps'):.1f} | "
+              + " | ".join(f"{b[0]:.0f} | {b[1]:.1f}" if b else "— | —" for b in bursts) + " |")
+    return 0
+
+
+def _bursts(path: Path) -> tuple[float, float] | None:
+    """(bursts per second, median burst kB) of the packets reaching the bottleneck after 5 s: a
+    burst is a run of packets less than 0.5 ms apart (a paced stream at the highest pacing rates
+    of these cases, 2.5 x 4 Mbit/s, leaves about 1 ms between 1200-byte packets)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        return None
+    p = pq.read_table(path, columns=["send_s", "size"]).to_pydict()
+    t, size = _arr(p["send_s"]), _arr(p["size"])
+    m = t > 5
+    t, size = t[m], size[m]
+    if len(t) < 2:
+        return None
+    groups = np.split(size, np.flatnonzero(np.diff(t) > 0.0005) + 1)
+    return len(groups) / (t[-1] - t[0]), float(np.median([g.sum() for g in groups])) / 1e3
+
+
 def list_cases(_a) -> int:
     for c in cases():
         print(f"{c.name:44s} {c.split:5s} {c.base:18s} {' '.join(c.overrides)}")
@@ -476,6 +526,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--complexity", type=float, default=0.5)
     r.add_argument("--scenario-fps", dest="same_fps", action="store_false",
                    help="simulated and live sources keep the scenario's media.fps (default: the browser's --fps)")
+    e = sub.add_parser("evidence", help="getStats and packet-burst numbers per case (Markdown)")
+    e.add_argument("--out", required=True)
+    e.add_argument("--cases", help="regular expression on case names")
     q = sub.add_parser("report", help="table, runs.csv and figures from the run folders")
     q.add_argument("--out", required=True)
     q.add_argument("--docs", default=str(ROOT / "docs" / "fidelity"))
@@ -491,6 +544,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_all(a)
         if a.cmd == "report":
             return report(a)
+        if a.cmd == "evidence":
+            return evidence(a)
         return list_cases(a)
     except Bad as exc:
         print(str(exc), file=sys.stderr)
