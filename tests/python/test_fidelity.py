@@ -1,0 +1,183 @@
+"""The fidelity study's metrics (ratelab.report.fidelity) against hand-computed series, and the
+study's case list and resume rule (tools/fidelity.py); no real-time run here."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from ratelab.report import fidelity as F
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tool():
+    spec = importlib.util.spec_from_file_location("fidelity_tool", ROOT / "tools" / "fidelity.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_grid_averages_the_samples_of_each_bin_and_leaves_empty_bins_unknown():
+    t = np.array([0.25, 0.5, 0.75, 1.0, 1.75, 2.0])
+    v = np.array([1.0, 3.0, 5.0, 7.0, np.nan, 4.0])
+    g = F.grid(t, v, 2.5, 0.5)
+    # bins (0,.5] (.5,1] (1,1.5] (1.5,2] (2,2.5]
+    assert g[0] == 2.0 and g[1] == 6.0 and g[3] == 4.0  # the NaN sample is ignored
+    assert math.isnan(g[2]) and math.isnan(g[4])
+    assert list(F.grid_times(2.5, 0.5)) == [0.5, 1.0, 1.5, 2.0, 2.5]
+
+
+def test_utilization_counts_only_bins_where_both_are_known():
+    assert F.utilization(np.array([400.0, 500.0, np.nan]), np.array([500.0, 500.0, 500.0])) == pytest.approx(90.0)
+    assert math.isnan(F.utilization(np.array([1.0]), np.array([0.0])))
+
+
+def test_packet_queue_stats_weights_the_mean_by_packets_and_takes_the_largest_p95():
+    flows = [{"queue_delay_ms_mean": 10.0, "queue_delay_ms_p95": 30.0, "packets_received": 100},
+             {"queue_delay_ms_mean": 40.0, "queue_delay_ms_p95": 90.0, "packets_received": 300},
+             {"queue_delay_ms_mean": None, "queue_delay_ms_p95": None, "packets_received": 0}]
+    mean, p95 = F.packet_queue_stats(flows)
+    assert mean == pytest.approx((10 * 100 + 40 * 300) / 400)  # 32.5
+    assert p95 == 90.0
+    assert all(math.isnan(x) for x in F.packet_queue_stats([]))
+
+
+def test_queue_stats_of_a_series():
+    mean, p95 = F.queue_stats(np.array([0.0] * 19 + [100.0, np.nan]))
+    assert mean == pytest.approx(5.0)
+    assert p95 == pytest.approx(5.0)  # numpy's linear interpolation: 0.95 * 19 = 18.05 -> 0 + 0.05 * 100
+
+
+def test_steps_of_the_rmcat_5_1_link_inside_the_run():
+    link = {"steps": [[0, 1000], [40, 2500], [60, 600], [80, 1000]]}
+    assert F.steps_of(link, 100) == [(40.0, 1000.0, 2500.0, 60.0), (60.0, 2500.0, 600.0, 80.0), (80.0, 600.0, 1000.0, 100.0)]
+    assert F.steps_of(link, 50) == [(40.0, 1000.0, 2500.0, 50.0)]  # capped: the later steps are outside
+    assert F.steps_of({"capacity_kbps": 1000}, 100) == []
+
+
+def ramp():
+    t = F.grid_times(10.0, 0.5)
+    rate = np.where(t <= 5.0, 1000.0, 1000.0 + 500.0 * (t - 5.0))
+    return t, rate
+
+
+def test_time_to_90_percent_after_a_step_up():
+    t, rate = ramp()
+    # 0.9 * 2500 = 2250 = 1000 + 500 (t - 5)  ->  t = 7.5: 2.5 s after the step
+    assert F.time_to_fraction(t, rate, 5.0, 2500.0, 10.0) == pytest.approx(2.5)
+    assert math.isnan(F.time_to_fraction(t, rate, 5.0, 2500.0, 7.0))  # the next step came first
+
+
+def test_reaction_time_after_a_step_down_uses_the_sending_rate():
+    t = F.grid_times(10.0, 0.5)
+    send = np.where(t <= 6.0, 2500.0, 500.0)
+    assert F.reaction_time(t, send, 5.0, 600.0, 10.0) == pytest.approx(1.5)
+    assert math.isnan(F.reaction_time(t, np.full(len(t), 2500.0), 5.0, 600.0, 10.0))
+
+
+def test_median_absolute_relative_error_skips_unknown_and_zero_references():
+    sim = np.array([110.0, 90.0, 200.0, np.nan, 50.0])
+    real = np.array([100.0, 100.0, 100.0, 100.0, 0.0])
+    assert F.median_abs_rel_error(sim, real) == pytest.approx(10.0)  # |.1|, |.1|, 1.0 -> median .1
+    assert math.isnan(F.median_abs_rel_error(np.array([1.0]), np.array([np.nan])))
+
+
+def test_nanmean_rows_and_spread():
+    m = F.nanmean_rows([np.array([1.0, np.nan, np.nan]), np.array([3.0, 4.0, np.nan])])
+    assert m[0] == 2.0 and m[1] == 4.0 and math.isnan(m[2])
+    assert F.spread([1.0, 3.0, 2.0, float("nan")]) == (2.0, 1.0, 3)
+    mean, half, n = F.spread([])
+    assert n == 0 and math.isnan(mean)
+
+
+def test_run_grid_sums_the_forward_flows_and_a_missing_sample_makes_the_sum_unknown():
+    series = {"t_s": np.array([0.5, 1.0, 0.5]), "flow": np.array([0, 0, 1]),
+              "recv_kbps": np.array([100.0, 200.0, 50.0]), "send_kbps": np.array([110.0, 210.0, 60.0]),
+              "target_kbps": np.array([120.0, 220.0, 70.0]), "queue_ms": np.array([10.0, 20.0, 30.0])}
+    g = F.run_grid(series, [0, 1], 1.0, 0.5)
+    assert g["delivered"][0] == 150.0 and math.isnan(g["delivered"][1])
+    assert list(g["target0"]) == [120.0, 220.0]
+    assert g["queue"][0] == 20.0 and g["queue"][1] == 20.0  # mean of the flows that have a sample
+    only0 = F.run_grid(series, [0], 1.0, 0.5)
+    assert list(only0["delivered"]) == [100.0, 200.0]
+
+
+def test_run_metrics_of_a_hand_made_run():
+    t, rate = ramp()
+    g = {"delivered": np.minimum(rate, 2500.0), "send": rate, "target": rate, "queue": np.zeros(len(t))}
+    cap = np.where(t <= 5.0, 1000.0, 2500.0)
+    summary = {"link": {"loss_rate": 0.02},
+               "flows": [{"id": 0, "freeze_count": 2, "queue_delay_ms_mean": 12.0, "queue_delay_ms_p95": 40.0, "packets_received": 10},
+                         {"id": 1, "freeze_count": 5, "queue_delay_ms_mean": 99.0, "queue_delay_ms_p95": 99.0, "packets_received": 10}]}
+    m = F.run_metrics(g, cap, summary, [0], [(5.0, 1000.0, 2500.0, 10.0)], 0.5)
+    assert m["freezes"] == 2.0  # flow 1 is not a forward flow of this case
+    assert m["queue_mean_ms"] == 12.0 and m["queue_p95_ms"] == 40.0
+    assert m["loss_pct"] == pytest.approx(2.0)
+    assert m["t90_up_s"] == pytest.approx(2.5)
+    assert math.isnan(m["react_down_s"])  # no step down
+    # A 2000 kbit/s ceiling: 90 % of it (1800 = 1000 + 500 (t - 5), t = 6.6) is first seen in the bin ending at 7 s
+    assert F.run_metrics(g, cap, summary, [0], [(5.0, 1000.0, 2500.0, 10.0)], 0.5, ceiling_kbps=2000.0)["t90_up_s"] == pytest.approx(2.0)
+    delivered = np.minimum(rate, 2500.0)
+    assert m["utilization"] == pytest.approx(100 * delivered.sum() / cap.sum())
+
+
+def test_goal_bounds():
+    real = {"utilization": [76.0, 78.0], "queue_p95_ms": [80.0, 80.0], "freezes": [0.0, 2.0]}
+    assert F.goal({"utilization": [80.0], "queue_p95_ms": [100.0], "freezes": [1.0]}, real) == (True, "")  # 25 % of 80 = 20: on the bound
+    met, why = F.goal({"utilization": [84.0], "queue_p95_ms": [30.0], "freezes": [3.0]},
+                      {"utilization": [77.0], "queue_p95_ms": [10.0], "freezes": [0.0, 2.0]})
+    assert met is False and why == "util +7.0 pt, p95 +20 ms, freezes 3 vs 0..2"  # 10 ms floor: 20 > 10
+    assert F.goal({"utilization": [80.0], "queue_p95_ms": [1.0], "freezes": [0.0]}, {}) == (None, "no runs")
+
+
+def test_case_list_covers_the_issue_and_marks_the_trace_split():
+    T = tool()
+    cs = T.cases()
+    names = [c.name for c in cs]
+    for n in ("rmcat-5.1", "rmcat-5.2", "rmcat-5.3", "const-500k", "const-1500k", "const-4000k", "loss-1pct", "loss-5pct"):
+        assert n in names
+    assert len(set(names)) == len(names)
+    split = {r["file"]: r["split"] for r in csv.DictReader((ROOT / "python/ratelab/traces/split.csv").open())}
+    traces = [c for c in cs if c.base.startswith("trace-")]
+    assert len(traces) >= 10
+    for c in traces:
+        f = next(o.split("=", 1)[1] for o in c.overrides if o.startswith("link.trace="))
+        assert c.split == split[f]
+    assert {c.split for c in traces} == {"train", "test"}
+
+
+def test_bad_options_are_one_line_and_exit_2(tmp_path, capsys):
+    T = tool()
+    with pytest.raises(T.Bad):
+        T.select("no-such-case")
+    assert T.main(["run", "--out", str(tmp_path / "o"), "--cases", "("]) == 2
+    assert T.main(["run", "--out", str(tmp_path / "o"), "--contender", "firefox"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("error: --cases") and err[1].startswith("error: --contender")
+    assert not (tmp_path / "o").exists()  # nothing written before the input is checked
+
+
+def test_a_complete_run_folder_is_not_run_again(tmp_path, monkeypatch):
+    T = tool()
+    done = tmp_path / "const-500k" / "chromium" / "r1"
+    done.mkdir(parents=True)
+    (done / "meta.json").write_text(json.dumps({"rep": "r1"}))
+    import ratelab.run.runner as runner
+
+    def boom(*a, **k):
+        raise AssertionError("a complete run was started again")
+    monkeypatch.setattr(runner, "run_scenario", boom)
+    case = next(c for c in T.cases() if c.name == "const-500k")
+    args = SimpleNamespace(duration_cap=None, same_fps=True)
+    assert T.one_run(tmp_path / "const-500k" / "chromium", "r1", case, SimpleNamespace(duration_s=100.0), "browser",
+                     "chromium", {}, args) is True
