@@ -100,6 +100,13 @@ pub struct MediaSender {
     frames_encoded: u64,
 }
 
+/// Stands in for the controller while [`MediaSender::map_controller`] swaps it.
+struct Unset;
+impl Controller for Unset {
+    fn on_start(&mut self, _: Time, _: Constraints) -> Update { Update::default() }
+    fn on_feedback(&mut self, _: &crate::controller::TransportFeedback) -> Update { Update::default() }
+}
+
 /// A driver that falls this far behind its timers (a descheduled process) skips ahead rather
 /// than bursting.
 const CATCH_UP: Duration = Duration::from_secs(1);
@@ -126,6 +133,12 @@ impl MediaSender {
 
     /// Replace the controller before the start (the RL environment's rate follower).
     pub fn set_controller(&mut self, c: Box<dyn Controller>) { self.controller = c; }
+
+    /// Wrap the controller (a recorder in tests, a logger): `f` gets the current one.
+    pub fn map_controller(&mut self, f: impl FnOnce(Box<dyn Controller>) -> Box<dyn Controller>) {
+        let c = std::mem::replace(&mut self.controller, Box::new(Unset));
+        self.controller = f(c);
+    }
 
     /// The flow starts: the controller's `on_start`, then the first frame, audio packet and
     /// tick are due.
