@@ -11,6 +11,7 @@
 
 pub mod controller;
 pub mod controllers;
+pub mod endpoint;
 pub mod error;
 pub mod feedback;
 pub mod media;

@@ -30,11 +30,11 @@ fn run_sampling_pauses(sim: &mut Simulation) -> Vec<Pauses> {
         sim.run_until(Time::from_ms(t));
         for (i, f) in sim.flows.iter().enumerate() {
             let FlowState::Media(m) = &f.state else { continue };
-            let p = f.active && m.paused;
+            let p = f.active && m.sender.encoder_paused();
             if p { out[i].paused_s += 0.025; if !was[i] { out[i].episodes += 1; } }
             was[i] = p;
-            if f.active && m.history.in_flight() >= m.pacer.cwnd() { out[i].cwnd_blocked_s += 0.025; }
-            if f.active && m.pacer.expected_queue_time() > ratelab_core::units::Duration::from_ms(1000) { out[i].pacer_over_1s_s += 0.025; }
+            if f.active && m.sender.in_flight() >= m.sender.cwnd() { out[i].cwnd_blocked_s += 0.025; }
+            if f.active && m.sender.pacer_queue_time() > ratelab_core::units::Duration::from_ms(1000) { out[i].pacer_over_1s_s += 0.025; }
         }
     }
     out

@@ -6,7 +6,7 @@ use ratelab_core::scenario::Scenario;
 use ratelab_core::sim::{build_simulation, FlowState, Simulation};
 
 fn target_kbps(sim: &Simulation) -> f64 {
-    match &sim.flows[0].state { FlowState::Media(m) => m.target.kbps_f64(), FlowState::Tcp(_) => f64::NAN }
+    match &sim.flows[0].state { FlowState::Media(m) => m.sender.target().kbps_f64(), FlowState::Tcp(_) => f64::NAN }
 }
 
 fn scenario(v: serde_json::Value) -> Scenario { Scenario::from_json(&v.to_string()).expect("valid scenario") }

@@ -1,21 +1,21 @@
-//! The live sender: the core's encoder model, packetizer, pacer, send history and controller
-//! (one [`MediaFlow`], exactly as the simulator builds it) driven by the wall clock, writing
-//! RTP to a UDP peer and reading its RTCP feedback (TWCC, RFC 8888, REMB).
+//! The live sender: a thin UDP loop around the core's sans-IO [`MediaSender`] (built exactly
+//! as the simulator builds it), writing its packets as RTP to a peer and feeding it the peer's
+//! RTCP feedback (TWCC, RFC 8888, REMB).
 //!
-//! One thread, one socket: the loop handles whatever is due (frames, pacer releases, controller
-//! ticks, series samples), then sleeps in `ppoll` until the next deadline or a datagram.
+//! One thread, one socket: the loop decodes what arrived, runs one [`step`] of the endpoint
+//! (feedback, then whatever is due), samples the series, then sleeps in `ppoll` until the
+//! endpoint's next timeout or a datagram.
 
 use crate::flags;
 use crate::net::{self, LiveClock};
 use crate::payload::{self, MediaHeader, IP_UDP_OVERHEAD, MIN_DATAGRAM};
 use crate::{Quantiles, StopFlag};
 use ratelab_core::controllers::{BuildContext, ExternalFactory};
-use ratelab_core::media::encoder::packetize;
-use ratelab_core::media::pacer::QueuedPacket;
+use ratelab_core::endpoint::{MediaSender, SenderTimer, Transmit};
+use ratelab_core::feedback::generator::FeedbackReport;
 use ratelab_core::network::packet::Payload;
 use ratelab_core::scenario::FlowConfig;
 use ratelab_core::sim::build::build_media_flow;
-use ratelab_core::sim::media_flow::MediaFlow;
 use ratelab_core::wire::rfc8888::CcfbDecoder;
 use ratelab_core::wire::rtp::RtpHeader;
 use ratelab_core::wire::twcc::TwccDecoder;
@@ -140,7 +140,7 @@ pub struct Sender {
     sock: UdpSocket,
     peer: SocketAddr,
     clock: LiveClock,
-    flow: MediaFlow,
+    sender: MediaSender,
     opts: SenderOptions,
     stop: StopFlag,
 }
@@ -161,9 +161,10 @@ impl Sender {
         cx.fair_share = fair_share;
         cx.read_file = Some(net::file_reader());
         cx.external = external;
-        let flow_state = build_media_flow(flow, "flow", &flow.controller, &flow.params, &cx, opts.seed, opts.flow_id).map_err(|e| e.to_string())?;
+        let mut sender = build_media_flow(flow, "flow", &flow.controller, &flow.params, &cx, opts.seed, opts.flow_id).map_err(|e| e.to_string())?.sender;
+        sender.set_live_limits(Bytes::new(MIN_DATAGRAM as i64 + IP_UDP_OVERHEAD), Duration::from_secs_f64(opts.in_flight_timeout_s));
         let sock = net::bind(bind).map_err(|e| format!("cannot bind {bind}: {e}"))?;
-        Ok(Sender { sock, peer, clock, flow: flow_state, opts, stop })
+        Ok(Sender { sock, peer, clock, sender, opts, stop })
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> { self.sock.local_addr().ok() }
@@ -189,20 +190,14 @@ impl Sender {
         let t0 = clock.now();
         let end = t0 + Duration::from_secs_f64(o.duration_s);
         let iv = Duration::from_ms_f64(o.series_interval_ms.max(1.0));
-        let m = &mut self.flow;
-        let u = m.controller.on_start(t0, m.constraints);
-        m.apply(t0, u);
-        let tick = m.controller.tick_interval().max(Duration::from_ms(1));
-        let mut next_audio = m.audio.map(|_| t0 + m.frame_phase);
-        let frame_iv = m.encoder.frame_interval();
-        let (mut next_frame, mut next_tick) = (t0 + m.frame_phase, t0 + tick);
+        let snd = &mut self.sender;
+        snd.start(t0);
         let mut next_series = Time::from_us((t0.as_us() / iv.as_us() + 1) * iv.as_us());
         let mut last_feedback = t0;
         let mut iv_sent = Bytes::ZERO;
         let mut pacer_deadline: Option<Time> = None;
         let silence = Duration::from_secs_f64(o.silence_timeout_s);
-        let expire_after = Duration::from_secs_f64(o.in_flight_timeout_s);
-        let mut frame_no: u32 = 0;
+        let mut incoming = Vec::new();
 
         loop {
             let now = clock.now();
@@ -215,35 +210,22 @@ impl Sender {
                     self.peer, silence.as_secs_f64()));
                 break;
             }
-            // 1. Feedback.
+            // 1. Feedback off the socket, decoded against the sender's sequence numbers.
             loop {
                 match self.sock.recv_from(&mut buf) {
                     Ok((n, src)) => {
                         if src != self.peer { stats.foreign_datagrams += 1; continue; }
-                        let now = clock.now();
                         if !is_rtcp(&buf[..n]) { stats.feedback_malformed += 1; continue; }
                         let Ok(pkts) = parse_rtcp(&buf[..n]) else { stats.feedback_malformed += 1; continue };
                         for p in pkts {
-                            let reports = match p {
-                                RtcpPacket::Twcc(fb) if fb.media_ssrc == o.ssrc => twcc.decode(&fb, m.history.next_seq()).into_iter().map(|r| (r, false)).collect(),
-                                RtcpPacket::Ccfb(r) => ccfb.decode(&r, o.ssrc, m.history.next_seq()).into_iter().map(|r| (r, true)).collect(),
+                            match p {
+                                RtcpPacket::Twcc(fb) if fb.media_ssrc == o.ssrc => incoming.extend(twcc.decode(&fb, snd.next_seq()).into_iter().map(|r| Incoming::Feedback(r, false))),
+                                RtcpPacket::Ccfb(r) => incoming.extend(ccfb.decode(&r, o.ssrc, snd.next_seq()).into_iter().map(|r| Incoming::Feedback(r, true))),
                                 RtcpPacket::Remb(r) => {
                                     stats.remb_packets += 1;
-                                    last_feedback = now;
-                                    let rate = Bitrate::from_bps(r.bitrate_bps.min(Bitrate::INFINITY.bps() as u64) as i64);
-                                    let u = m.controller.on_remote_estimate(now, rate);
-                                    m.apply(now, u);
-                                    Vec::new()
+                                    incoming.push(Incoming::RemoteEstimate(Bitrate::from_bps(r.bitrate_bps.min(Bitrate::INFINITY.bps() as u64) as i64)));
                                 }
-                                _ => Vec::new(),
-                            };
-                            for (r, with_time) in reports {
-                                stats.feedback_packets += 1;
-                                last_feedback = now;
-                                let fb = m.history.on_report(now, &r, with_time && m.include_report_time);
-                                if fb.packets.is_empty() { continue; }
-                                let u = m.controller.on_feedback(&fb);
-                                m.apply(now, u);
+                                _ => {}
                             }
                         }
                     }
@@ -252,109 +234,55 @@ impl Sender {
                 }
             }
             let now = clock.now();
-            // 2. Frames.
-            while next_frame <= now {
-                // As sim/mod.rs on_frame: scheduled pauses, the encoder-pause rule, packetization
-                // feeding the overhead accounting.
-                m.in_pause = m.scheduled_pause(next_frame);
-                if !m.paused && !m.in_pause && !m.cwnd_drops_frame() {
-                    let f = m.encoder.encode(next_frame);
-                    stats.frames_encoded += 1;
-                    let parts: Vec<Bytes> = packetize(f.size, m.max_payload).collect();
-                    m.observe_packetization(f.size, parts.len());
-                    let count = parts.len() as u16;
-                    for (i, p) in parts.into_iter().enumerate() {
-                        let payload = Payload::Media { frame: frame_no as u64, index: i as u16, count, capture: next_frame, keyframe: f.keyframe };
-                        m.pacer.enqueue(QueuedPacket { size: p + m.header, payload, enqueue_time: now });
-                    }
-                    frame_no = frame_no.wrapping_add(1);
-                }
-                next_frame += frame_iv;
-                // Far behind (the process was descheduled): skip frames rather than burst.
-                if now - next_frame > Duration::from_secs(1) { next_frame = now; }
-            }
-            // 2b. Audio (media.audio_kbps): one packet per audio frame, unpaced, as sim/mod.rs on_audio.
-            if let (Some(a), Some(t)) = (m.audio, next_audio.as_mut()) {
-                while *t <= now {
-                    let datagram = (a.size.get() - IP_UDP_OVERHEAD).max(MIN_DATAGRAM as i64) as usize;
-                    let wire = Bytes::new(datagram as i64 + IP_UDP_OVERHEAD);
-                    let sp = m.history.on_sent(now, wire, None, false);
-                    let u = m.controller.on_packet_sent(&sp);
-                    if !u.is_empty() { m.apply(now, u); }
-                    let mh = MediaHeader { audio: true, send_unix_us: clock.unix_us(now), capture_unix_us: clock.unix_us(*t), ..Default::default() };
-                    let rtp = RtpHeader { marker: false, payload_type: payload::PT_AUDIO, seq: sp.seq as u16, timestamp: (t.as_us() * 48 / 1000) as u32, ssrc: o.ssrc };
-                    payload::write_datagram(&mut out, &rtp, o.tw_ext_id, sp.seq as u16, &mh, datagram);
-                    if self.sock.send_to(&out, self.peer).is_err() { stats.send_errors += 1; }
-                    stats.packets_sent += 1;
-                    stats.bytes_sent += wire.get();
-                    stats.audio_packets += 1;
-                    iv_sent += wire;
-                    if o.packet_log { log.seq.push(sp.seq); log.size.push(wire.get() as u32); log.send.push(now); }
-                    *t += a.interval;
-                    if now - *t > Duration::from_secs(1) { *t = now; }
-                }
-            }
-            // 3. Controller ticks.
-            while next_tick <= now {
-                let u = m.controller.on_tick(now);
-                m.apply(now, u);
-                m.check_pause();
-                stats.expired_bytes += m.history.expire(now, expire_after).get();
-                next_tick += tick;
-                if now - next_tick > Duration::from_secs(1) { next_tick = now + tick; }
-            }
-            // 4. Pacer.
-            loop {
-                let now = clock.now();
-                let Some(due) = m.pacer.next_send_time(now, m.history.in_flight()) else { break };
-                if due > now { break; }
-                let Some(rel) = m.pacer.poll(now, m.history.in_flight()) else { break };
-                // Timing error: how late the first release after a pacer-timed sleep went out.
-                if let Some(t) = pacer_deadline.take() { let _ = pacer_err.record((now - t).as_us().max(0) as u64); }
-                let datagram = (rel.size.get() - IP_UDP_OVERHEAD).max(MIN_DATAGRAM as i64) as usize;
-                let wire = Bytes::new(datagram as i64 + IP_UDP_OVERHEAD);
-                let padding = rel.payload == Payload::Padding;
-                let sp = m.history.on_sent(now, wire, rel.probe_cluster, padding);
-                let u = m.controller.on_packet_sent(&sp);
-                if !u.is_empty() { m.apply(now, u); }
-                let (mh, marker, ts) = match rel.payload {
+            if !incoming.is_empty() { last_feedback = now; }
+            stats.feedback_packets += incoming.iter().filter(|i| matches!(i, Incoming::Feedback(..))).count() as u64;
+            // 2. The endpoint: feedback, then whatever is due; its packets onto the socket.
+            let (peer, sock, clock) = (self.peer, &self.sock, clock);
+            step(snd, now, incoming.drain(..), |t| {
+                let audio = t.payload == Payload::Audio;
+                // Timing error: how late the first paced release after a pacer-timed sleep went out.
+                if !audio { if let Some(d) = pacer_deadline.take() { let _ = pacer_err.record((now - d).as_us().max(0) as u64); } }
+                let datagram = (t.size.get() - IP_UDP_OVERHEAD).max(MIN_DATAGRAM as i64) as usize;
+                let padding = t.payload == Payload::Padding;
+                let (mh, marker, ts, pt) = match t.payload {
                     Payload::Media { frame, index, count, capture, keyframe } => (
-                        MediaHeader { keyframe, padding: false, frame: frame as u32, index, count, capture_unix_us: clock.unix_us(capture), send_unix_us: clock.unix_us(now), ..Default::default() },
-                        index + 1 == count, (capture.as_us() * 9 / 100) as u32),
-                    _ => (MediaHeader { padding: true, send_unix_us: clock.unix_us(now), capture_unix_us: clock.unix_us(now), ..Default::default() }, false, (now.as_us() * 9 / 100) as u32),
+                        MediaHeader { keyframe, frame: frame as u32, index, count, capture_unix_us: clock.unix_us(capture), ..Default::default() },
+                        index + 1 == count, (capture.as_us() * 9 / 100) as u32, payload::PT_MEDIA),
+                    Payload::Audio => (MediaHeader { audio: true, capture_unix_us: clock.unix_us(t.capture), ..Default::default() }, false, (t.capture.as_us() * 48 / 1000) as u32, payload::PT_AUDIO),
+                    _ => (MediaHeader { padding: true, capture_unix_us: clock.unix_us(now), ..Default::default() }, false, (now.as_us() * 9 / 100) as u32, payload::PT_PADDING),
                 };
-                let mh = MediaHeader { probe: rel.probe_cluster.is_some(), ..mh };
-                let rtp = RtpHeader { marker, payload_type: if padding { payload::PT_PADDING } else { payload::PT_MEDIA }, seq: sp.seq as u16, timestamp: ts, ssrc: o.ssrc };
-                payload::write_datagram(&mut out, &rtp, o.tw_ext_id, sp.seq as u16, &mh, datagram);
-                if self.sock.send_to(&out, self.peer).is_err() { stats.send_errors += 1; }
+                let mh = MediaHeader { probe: t.probe_cluster.is_some(), send_unix_us: clock.unix_us(now), ..mh };
+                let rtp = RtpHeader { marker, payload_type: pt, seq: t.seq as u16, timestamp: ts, ssrc: o.ssrc };
+                payload::write_datagram(&mut out, &rtp, o.tw_ext_id, t.seq as u16, &mh, datagram);
+                if sock.send_to(&out, peer).is_err() { stats.send_errors += 1; }
                 stats.packets_sent += 1;
-                stats.bytes_sent += wire.get();
-                if padding { stats.padding_packets += 1 } else { stats.media_packets += 1 }
-                iv_sent += wire;
-                if o.packet_log { log.seq.push(sp.seq); log.size.push(wire.get() as u32); log.send.push(now); }
-            }
-            // 5. Series.
+                stats.bytes_sent += t.size.get();
+                if audio { stats.audio_packets += 1 } else if padding { stats.padding_packets += 1 } else { stats.media_packets += 1 }
+                iv_sent += t.size;
+                if o.packet_log { log.seq.push(t.seq); log.size.push(t.size.get() as u32); log.send.push(now); }
+            });
+            // 3. Series.
             let now = clock.now();
             while next_series <= now {
                 series.k.push((next_series.as_us() / iv.as_us()) as u64);
-                series.target_kbps.push(m.target.kbps_f64());
-                series.encoder_kbps.push(if m.paused || m.in_pause { 0.0 } else { m.encoder.output_rate().kbps_f64() });
-                series.pacing_kbps.push(m.pacer.pacing_rate().kbps_f64());
+                series.target_kbps.push(snd.target().kbps_f64());
+                series.encoder_kbps.push(snd.encoder_rate().kbps_f64());
+                series.pacing_kbps.push(snd.pacing_rate().kbps_f64());
                 series.send_kbps.push((iv_sent / iv).kbps_f64());
-                let w = m.pacer.cwnd();
+                let w = snd.cwnd();
                 series.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
                 iv_sent = Bytes::ZERO;
                 next_series += iv;
             }
-            // 6. Sleep until the next deadline or a datagram.
+            // 4. Sleep until the next deadline or a datagram.
             let now = clock.now();
-            let mut deadline = end.min(next_frame).min(next_tick).min(next_series).min(last_feedback + silence + Duration::from_ms(1));
-            if let Some(t) = next_audio { deadline = deadline.min(t); }
-            if let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) { deadline = deadline.min(t); }
-            pacer_deadline = None;
-            if let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) { if t > now && t <= deadline { pacer_deadline = Some(t); } }
+            let mut deadline = end.min(next_series).min(last_feedback + silence + Duration::from_ms(1));
+            if let Some(t) = snd.poll_timeout() { deadline = deadline.min(t); }
+            pacer_deadline = snd.timer(SenderTimer::Pacer).filter(|&t| t > now && t <= deadline);
             if deadline > now { net::wait_readable(&self.sock, (deadline - now).min(Duration::from_ms(100))); }
         }
+        stats.frames_encoded = snd.frames_encoded();
+        stats.expired_bytes = snd.expired_bytes().get();
         // Tell the receiver the stream ended (RTCP BYE, RFC 3550 §6.6), a few times against loss.
         let bye = bye_packet(o.ssrc);
         for _ in 0..3 { let _ = self.sock.send_to(&bye, self.peer); std::thread::sleep(std::time::Duration::from_millis(20)); }
@@ -364,6 +292,29 @@ impl Sender {
         stats.cpu_us_per_packet = if stats.packets_sent > 0 { stats.cpu_us as f64 / stats.packets_sent as f64 } else { 0.0 };
         SenderResult { stats, series, log }
     }
+}
+
+/// What a live sender reads from its peer, decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Incoming {
+    /// A transport-wide report; `true` when its wire format carries the report time (RFC 8888).
+    Feedback(FeedbackReport, bool),
+    /// A REMB.
+    RemoteEstimate(Bitrate),
+}
+
+/// One turn of the live loop at `now`, without I/O: what arrived goes into the endpoint, then
+/// everything due runs, then each packet it releases goes to `send`. `Sender::run` calls this
+/// with the wall clock and a UDP socket; a test can call it with a virtual clock.
+pub fn step(s: &mut MediaSender, now: Time, incoming: impl Iterator<Item = Incoming>, mut send: impl FnMut(Transmit)) {
+    for i in incoming {
+        match i {
+            Incoming::Feedback(r, with_time) => s.handle_feedback(now, &r, with_time),
+            Incoming::RemoteEstimate(rate) => s.handle_remote_estimate(now, rate),
+        }
+    }
+    s.handle_timeout(now);
+    while let Some(t) = s.poll_transmit() { send(t); }
 }
 
 /// RTCP BYE for one SSRC (RFC 3550 §6.6): V=2, SC=1, PT=203, length 1.

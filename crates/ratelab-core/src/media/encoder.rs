@@ -91,13 +91,13 @@ impl Encoder {
 
 /// Split a frame into RTP packets of near-equal payload (as libwebrtc's packetizer does),
 /// each at most `max_payload`; returns the payload sizes.
-pub fn packetize(frame_bytes: Bytes, max_payload: u32) -> impl Iterator<Item = Bytes> {
+pub fn packetize(frame_bytes: Bytes, max_payload: u32) -> impl ExactSizeIterator<Item = Bytes> {
     let total = frame_bytes.get().max(1);
     let mp = max_payload.max(1) as i64;
     let n = (total + mp - 1) / mp;
     let base = total / n;
     let extra = total % n;
-    (0..n).map(move |i| Bytes::new(base + if i < extra { 1 } else { 0 }))
+    (0..n as usize).map(move |i| Bytes::new(base + if (i as i64) < extra { 1 } else { 0 }))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Scenario → simulation: link, loss, queue, flows and their controllers.
 
-use super::media_flow::{AudioStream, MediaFlow};
+use super::media_flow::MediaFlow;
+use crate::endpoint::{AudioStream, MediaSender, SenderParts};
 use super::tcp_flow::{OnOff, TcpFlow};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use super::{Event, Flow, FlowInfo, FlowState, Simulation};
@@ -9,7 +10,6 @@ use crate::controller::{BuildContext, ExternalFactory, FileReader};
 use crate::controllers;
 use crate::error::ConfigError;
 use crate::feedback::generator::{FeedbackGenerator, GeneratorMode};
-use crate::feedback::history::SendHistory;
 use crate::media::encoder::{Encoder, EncoderConfig};
 use crate::media::pacer::Pacer;
 use crate::media::quality::QualityTracker;
@@ -118,36 +118,33 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
     };
     let limit_t = Duration::from_ms_f64(mc.pacer_queue_limit_ms);
     let mode = match fc.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
-    Ok(MediaFlow {
+    let header = Bytes::new(mc.header_bytes as i64);
+    let sender = MediaSender::new(SenderParts {
         controller: built.sender,
-        estimator: built.receiver,
         constraints,
         encoder: Encoder::new(enc, constraints.start_rate, derive_seed(seed, 2000 + id)),
-        max_payload: mc.max_payload_bytes,
-        header: Bytes::new(mc.header_bytes as i64),
         pacer: Pacer::new(constraints.start_rate.scale(2.5), limit_t),
-        history: SendHistory::new(),
-        feedback: FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
-        receiver: FrameReceiver::with_quality(QualityTracker::new(mc.quality_model, mc.fps, mc.keyframe_factor)),
-        target: constraints.start_rate,
-        paused: false,
+        max_payload: mc.max_payload_bytes,
+        header,
         pause_allowed: mc.encoder_pause,
         overhead_accounting: mc.overhead_accounting,
-        payload_share: mc.max_payload_bytes as f64 / (mc.max_payload_bytes + mc.header_bytes) as f64,
         queue_time_limit: limit_t,
-        pacer_wake: None,
         // Random capture phase: flows that start at the same instant must not
         // produce frames in lock-step (the lower flow id would win every tie).
         frame_phase: Duration::from_us((derive_seed(seed, 4000 + id) % (1e6 / mc.fps).max(1.0) as u64) as i64),
         include_report_time: fc.feedback.report_time,
         pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
-        in_pause: false,
-        cwnd_reduce_ratio: 0.0,
-        cwnd_drop_interval: None,
-        cwnd_frame_counter: 0,
-        audio: AudioStream::new(mc.audio_kbps, mc.audio_frame_ms, Bytes::new(mc.header_bytes as i64)),
+        audio: AudioStream::new(mc.audio_kbps, mc.audio_frame_ms, header),
+    });
+    Ok(MediaFlow {
+        sender,
+        estimator: built.receiver,
+        header,
+        feedback: FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
+        receiver: FrameReceiver::with_quality(QualityTracker::new(mc.quality_model, mc.fps, mc.keyframe_factor)),
     })
 }
+
 
 /// Build a ready-to-run simulation. `controller_override` replaces every media flow's controller.
 pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&str>) -> Result<Simulation, ConfigError> {

@@ -348,7 +348,7 @@ impl RlEnv {
         self.probe = Arc::new(Mutex::new(Ears { r3net: WindowFeatures::new(Time::ZERO), mmsys24 }));
         if let Some(f) = sim.flows.get_mut(0) {
             if let FlowState::Media(m) = &mut f.state {
-                m.controller = Box::new(RateFollower::new(self.cfg.pacing_factor));
+                m.sender.set_controller(Box::new(RateFollower::new(self.cfg.pacing_factor)));
                 m.estimator = Some(Box::new(Probe(self.probe.clone())));
             }
         }

@@ -16,10 +16,9 @@ pub mod summary;
 pub mod synth;
 pub mod tcp_flow;
 
-use crate::controller::{ReceivedPacket, Update};
+use crate::controller::ReceivedPacket;
+use crate::endpoint::SenderTimer;
 use crate::feedback::generator::FeedbackReport;
-use crate::media::encoder::packetize;
-use crate::media::pacer::QueuedPacket;
 use crate::metrics::{FlowMetrics, PacketLog, SeriesLog};
 use crate::network::link::{Enqueued, Link};
 use crate::network::packet::{Packet, Payload};
@@ -245,16 +244,14 @@ impl Simulation {
                 return;
             }
         };
-        let u = m.controller.on_start(now, m.constraints);
-        m.apply(now, u);
-        let tick = m.controller.tick_interval();
-        let fb = m.feedback.interval();
+        let s = &mut m.sender;
+        s.start(now);
         let est = m.estimator.as_ref().map(|e| e.tick_interval());
-        push_timer(&mut self.events, now + m.frame_phase, Event::Frame(f));
-        if tick > Duration::ZERO { push_timer(&mut self.events, now + tick, Event::ControllerTick(f)); }
-        if m.feedback.mode() == crate::feedback::generator::GeneratorMode::Twcc { push_timer(&mut self.events, now + fb, Event::FeedbackTimer(f)); }
+        if let Some(t) = s.timer(SenderTimer::Frame) { push_timer(&mut self.events, t, Event::Frame(f)); }
+        if let Some(t) = s.timer(SenderTimer::Tick) { push_timer(&mut self.events, t, Event::ControllerTick(f)); }
+        if m.feedback.mode() == crate::feedback::generator::GeneratorMode::Twcc { push_timer(&mut self.events, now + m.feedback.interval(), Event::FeedbackTimer(f)); }
         if let Some(d) = est { push_timer(&mut self.events, now + d, Event::EstimatorTick(f)); }
-        if m.audio.is_some() { push_timer(&mut self.events, now + m.frame_phase, Event::Audio(f)); }
+        if let Some(t) = m.sender.timer(SenderTimer::Audio) { push_timer(&mut self.events, t, Event::Audio(f)); }
         self.schedule_pacer(f);
     }
 
@@ -265,69 +262,58 @@ impl Simulation {
         if let FlowState::Media(m) = &mut flow.state { m.receiver.finish(now); }
     }
 
+    /// A video frame is due: the sender encodes and packetizes it into its pacer (a scheduled
+    /// pause starting or ending there is passed on to the receiver).
     fn on_frame(&mut self, f: u32) {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
-        let interval = m.encoder.frame_interval();
-        let scheduled = m.scheduled_pause(now);
-        if scheduled != m.in_pause {
-            m.in_pause = scheduled;
-            if scheduled { m.receiver.pause() } else { m.receiver.resume() }
+        m.sender.handle_timer(now, SenderTimer::Frame);
+        match m.sender.take_pause_edge() {
+            Some(true) => m.receiver.pause(),
+            Some(false) => m.receiver.resume(),
+            None => {}
         }
-        if !m.paused && !scheduled && !m.cwnd_drops_frame() {
-            let frame = m.encoder.encode(now);
-            let payloads: Vec<_> = packetize(frame.size, m.max_payload).collect();
-            m.observe_packetization(frame.size, payloads.len());
-            let count = payloads.len() as u16;
-            for (i, p) in payloads.into_iter().enumerate() {
-                let payload = Payload::Media { frame: frame.id, index: i as u16, count, capture: now, keyframe: frame.keyframe };
-                m.pacer.enqueue(QueuedPacket { size: p + m.header, payload, enqueue_time: now });
-            }
-        }
-        push_timer(&mut self.events, now + interval, Event::Frame(f));
+        let next = m.sender.timer(SenderTimer::Frame);
+        if let Some(t) = next { push_timer(&mut self.events, t, Event::Frame(f)); }
         self.schedule_pacer(f);
     }
 
-    /// One audio packet, straight onto the wire (audio is not paced; it keeps going through
-    /// scheduled video pauses and encoder pauses, as a call's audio does).
+    /// One audio packet, straight onto the wire.
     fn on_audio(&mut self, f: u32) {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
-        let Some(a) = m.audio else { return };
-        let sp = m.history.on_sent(now, a.size, None, false);
-        let u = m.controller.on_packet_sent(&sp);
-        if !u.is_empty() { m.apply(now, u); }
-        let pkt = Packet { flow: f, seq: sp.seq, size: a.size, send_time: now, enqueue_time: now, tx_start: now, probe_cluster: None, payload: Payload::Audio };
-        self.send_into_network(pkt);
-        push_timer(&mut self.events, now + a.interval, Event::Audio(f));
+        m.sender.handle_timer(now, SenderTimer::Audio);
+        let next = m.sender.timer(SenderTimer::Audio);
+        self.transmit(f);
+        if let Some(t) = next { push_timer(&mut self.events, t, Event::Audio(f)); }
         self.schedule_pacer(f);
     }
 
-    /// Make sure a pacer wake-up is scheduled at the pacer's next send time.
+    /// Schedule the pacer wake-up the sender asked for, if it asked for a new one.
+    #[inline]
     fn schedule_pacer(&mut self, f: u32) {
-        let now = self.now;
         let Some(m) = self.media(f) else { return };
-        let Some(t) = m.pacer.next_send_time(now, m.history.in_flight()) else { return };
-        if m.pacer_wake.is_some_and(|w| w <= t) { return; }
-        m.pacer_wake = Some(t);
+        let Some(t) = m.sender.take_pacer_arm() else { return };
         self.events.push_in_slot(PER_PACKET, pacer_slot(f), t, Event::Pacer(f));
     }
 
     fn on_pacer(&mut self, f: u32) {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
-        if m.pacer_wake != Some(now) { return; }
-        m.pacer_wake = None;
+        m.sender.handle_timer(now, SenderTimer::Pacer);
+        self.transmit(f);
+        self.schedule_pacer(f);
+    }
+
+    /// Put the packets media flow `f`'s sender released into the network, in order.
+    #[inline]
+    fn transmit(&mut self, f: u32) {
         loop {
-            let Some(m) = self.media(f) else { return };
-            let Some(rel) = m.pacer.poll(now, m.history.in_flight()) else { break };
-            let sp = m.history.on_sent(now, rel.size, rel.probe_cluster, rel.payload == Payload::Padding);
-            let u = m.controller.on_packet_sent(&sp);
-            if !u.is_empty() { m.apply(now, u); }
-            let pkt = Packet { flow: f, seq: sp.seq, size: rel.size, send_time: now, enqueue_time: now, tx_start: now, probe_cluster: rel.probe_cluster, payload: rel.payload };
+            let FlowState::Media(m) = &mut self.flows[f as usize].state else { return };
+            let Some(t) = m.sender.poll_transmit() else { return };
+            let pkt = Packet { flow: f, seq: t.seq, size: t.size, send_time: t.send_time, enqueue_time: t.send_time, tx_start: t.send_time, probe_cluster: t.probe_cluster, payload: t.payload };
             self.send_into_network(pkt);
         }
-        self.schedule_pacer(f);
     }
 
     /// A data packet of its flow enters the flow's bottleneck.
@@ -464,22 +450,15 @@ impl Simulation {
     fn on_feedback(&mut self, f: u32, report: &FeedbackReport) {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
-        let fb = m.history.on_report(now, report, m.include_report_time);
-        let u = m.controller.on_feedback(&fb);
-        m.apply(now, u);
+        m.sender.handle_feedback(now, report, true);
         self.schedule_pacer(f);
     }
 
     fn on_controller_tick(&mut self, f: u32) {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
-        let q = m.controller.on_sender_queue(now, m.pacer.queue_bytes());
-        m.apply(now, q);
-        let u = m.controller.on_tick(now);
-        m.apply(now, u);
-        m.check_pause();
-        let tick = m.controller.tick_interval().max(Duration::from_ms(1));
-        push_timer(&mut self.events, now + tick, Event::ControllerTick(f));
+        m.sender.handle_timer(now, SenderTimer::Tick);
+        if let Some(t) = m.sender.timer(SenderTimer::Tick) { push_timer(&mut self.events, t, Event::ControllerTick(f)); }
         self.schedule_pacer(f);
     }
 
@@ -506,8 +485,7 @@ impl Simulation {
     fn on_remote_estimate(&mut self, f: u32, rate: Bitrate) {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
-        let u: Update = m.controller.on_remote_estimate(now, rate);
-        m.apply(now, u);
+        m.sender.handle_remote_estimate(now, rate);
         self.schedule_pacer(f);
     }
 
@@ -537,10 +515,10 @@ impl Simulation {
             m.iv_owd_n = 0;
             match &flow.state {
                 FlowState::Media(mf) => {
-                    s.target_kbps.push(mf.target.kbps_f64());
-                    s.encoder_kbps.push(if mf.paused || mf.in_pause { 0.0 } else { mf.encoder.output_rate().kbps_f64() });
-                    s.pacing_kbps.push(mf.pacer.pacing_rate().kbps_f64());
-                    let w = mf.pacer.cwnd();
+                    s.target_kbps.push(mf.sender.target().kbps_f64());
+                    s.encoder_kbps.push(mf.sender.encoder_rate().kbps_f64());
+                    s.pacing_kbps.push(mf.sender.pacing_rate().kbps_f64());
+                    let w = mf.sender.cwnd();
                     s.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
                     s.freezes.push(mf.receiver.stats.freeze_count as f64);
                 }

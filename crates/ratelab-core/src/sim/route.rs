@@ -77,8 +77,7 @@ impl Simulation {
         }
         for f in told {
             let Some(m) = self.media(f) else { continue };
-            let u = m.controller.on_route_change(now, m.constraints);
-            m.apply(now, u);
+            m.sender.handle_route_change(now);
             self.schedule_pacer(f);
         }
     }

@@ -30,7 +30,7 @@ fn target_before(s: &mut Simulation, t_ms: i64) -> f64 { target_at_us(s, t_ms * 
 
 fn target_at_us(s: &mut Simulation, t_us: i64) -> f64 {
     s.run_until(Time::from_us(t_us));
-    match &s.flows[0].state { FlowState::Media(m) => m.target.kbps_f64(), FlowState::Tcp(_) => unreachable!() }
+    match &s.flows[0].state { FlowState::Media(m) => m.sender.target().kbps_f64(), FlowState::Tcp(_) => unreachable!() }
 }
 
 fn near(v: f64, want: f64, tol: f64) -> bool { (v - want).abs() <= tol }
