@@ -137,20 +137,17 @@ class _Native:
         """The handle's record since the last drain (``packets``: numpy columns route,
         arrival_s, size, queue_ms, delivered_s, ssrc, seq and the list ``fate``, "" when
         delivered), in this module's column names."""
-        got = dict(self._h.drain_packets())
-        cols = dict(got.get("packets", got))
-        self.discarded += int(got.get("discarded", 0) or 0)
-        fate = [str(f) for f in cols.get("fate", [])]
+        got = self._h.drain_packets()
+        cols = got["packets"]
+        self.discarded += int(got["discarded"])
+        fate = cols["fate"]
         n = len(fate)
-        out = {k: np.asarray(cols[k]) for k in ("route", "arrival_s", "size", "queue_ms", "delivered_s") if k in cols}
+        out = {k: np.asarray(cols[k]) for k in ("route", "arrival_s", "size", "queue_ms", "delivered_s")}
         out["leg"] = np.zeros(n, dtype=np.uint8)  # the handle records the data legs
         # dropped by the link (queue, random, overflow); "in_flight" at stop is not a drop
         out["dropped"] = np.array([f not in ("", "in_flight") for f in fate], dtype=bool)
-        out["rtp_ssrc"] = np.asarray(cols.get("ssrc", np.full(n, -1)))
-        out["rtp_seq"] = np.asarray(cols.get("seq", np.full(n, -1)))
+        out["rtp_ssrc"], out["rtp_seq"] = np.asarray(cols["ssrc"]), np.asarray(cols["seq"])
         out["rtp_pt"] = np.full(n, -1)  # not recorded by the handle
-        for k in ("queue_ms", "delivered_s"):
-            out.setdefault(k, np.full(n, np.nan))
         return out
 
     def stop(self) -> dict[str, Any]:

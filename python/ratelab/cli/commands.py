@@ -155,16 +155,16 @@ def bench(scenarios: tuple[str, ...], controllers: tuple[str, ...], params: tupl
     choices: list[str | None] = list(controllers) or [None]
     names = list(controllers) or sorted({c for sc in loaded for c in sc.media_controllers()})
     by_controller = parse_params(params, names)
-    for sc in loaded:
-        for c in choices:  # all bad input before the first timing
-            prepare_runs(sc, [c] if c else None, (), False, {k: v for k, v in by_controller.items() if k in ([c] if c else sc.media_controllers())})
+    # (scenario, -c choice, the parameters of the controllers that run in it)
+    cases = [(sc, c, {k: v for k, v in by_controller.items() if k in ([c] if c else sc.media_controllers())})
+             for sc in loaded for c in choices]
+    for sc, c, own in cases:  # all bad input before the first timing
+        prepare_runs(sc, [c] if c else None, (), False, own)
     rows = []
     with progress_bar(sum(sc.duration_s for sc in loaded) * repeat * len(choices), enabled=not quiet) as cb:
-        for sc in loaded:
-            for c in choices:
-                own = {k: v for k, v in by_controller.items() if k in ([c] if c else sc.media_controllers())}
-                runs = (run_scenario(sc, [c] if c else None, seed=seed, progress=cb, params=own).runs[0] for _ in range(repeat))
-                rows.append((sc, min(runs, key=lambda r: r.wall_seconds)))
+        for sc, c, own in cases:
+            runs = (run_scenario(sc, [c] if c else None, seed=seed, progress=cb, params=own).runs[0] for _ in range(repeat))
+            rows.append((sc, min(runs, key=lambda r: r.wall_seconds)))
     headers = ["scenario", "flows", "simulated (s)", "wall (s)", "packets", "packets / wall s", "sim speed"]
     if controllers:
         headers.insert(1, "controller")
