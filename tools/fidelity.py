@@ -191,12 +191,15 @@ def one_run(folder: Path, rep: str, case: Case, sc, kind: str, ctrl: str, browse
     if kind != "browser" and a.same_fps:  # the simulated and live sources at the browser's frame rate
         media_fps = browser["fps"]
         sc = sc.with_overrides([f"flows.{i}.media.fps={media_fps:g}" for i in range(len(sc.data.get("flows") or []))])
+    if kind != "browser" and a.model:  # a model setting under test, on every flow of ratelab's own stack
+        n = len(sc.data.get("flows") or [])
+        sc = sc.with_overrides([f"flows.{i}.{kv}" for kv in a.model for i in range(n)])
     shutil.rmtree(part, ignore_errors=True)
     seed = int(rep[1:])
     meta: dict[str, Any] = {"case": case.name, "contender": folder.name, "kind": kind, "controller": ctrl, "rep": rep,
                             "seed": seed, "scenario": case.base, "overrides": list(case.overrides),
                             "duration_s": sc.duration_s, "duration_cap_s": a.duration_cap, "media_fps": media_fps,
-                            "cpus": os.cpu_count(),
+                            "model": list(a.model) if kind != "browser" else [], "cpus": os.cpu_count(),
                             "load1_before": os.getloadavg()[0], "started_unix": time.time()}
     label = f"{case.name} · {folder.name} · {rep}"
     print(f"fidelity: {label} ({sc.duration_s:g} s{' real time' if kind != 'sim' else ''}, load {meta['load1_before']:.2f})",
@@ -524,6 +527,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--height", type=int, default=360)
     r.add_argument("--fps", type=float, default=15.0)
     r.add_argument("--complexity", type=float, default=0.5)
+    r.add_argument("--model", action="append", default=[], metavar="KEY=VALUE",
+                   help="a media-model setting for every flow of the simulated and live contenders, e.g. "
+                        "media.pacer_burst_ms=0 (repeatable; recorded in meta.json)")
     r.add_argument("--scenario-fps", dest="same_fps", action="store_false",
                    help="simulated and live sources keep the scenario's media.fps (default: the browser's --fps)")
     e = sub.add_parser("evidence", help="getStats and packet-burst numbers per case (Markdown)")

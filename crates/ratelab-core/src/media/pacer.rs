@@ -2,6 +2,17 @@
 //! clusters at their probe rate, fills with padding at the padding rate when idle, stops while
 //! bytes in flight exceed the congestion window, and drains a queue that would otherwise wait
 //! longer than the queue-time limit (`drain_large_queues`).
+//!
+//! Two pacers of libwebrtc, chosen by the burst interval (`media.pacer_burst_ms`):
+//! * **0 (the default): the pacer before 2023** (the libwebrtc of AlphaRTC and of the papers'
+//!   testbeds), which ran every 5 ms (`kDefaultMinPacketLimit`): packets leave one by one at the
+//!   pacing rate, and idle time earns up to 5 ms of budget.
+//! * **> 0: today's `PacingController`**: every packet sent adds its size to a debt that drains
+//!   at the media rate (never below zero), and packets leave back to back while the debt is
+//!   below what the rate sends in the burst interval (`kDefaultBurstInterval` = 40 ms, capped at
+//!   `kMaxBurstSize` = 63 kB); once it reaches that, the pacer waits until the debt has drained
+//!   to zero (`NextSendTime`). A backlog leaves as ~40 ms of media every ~40 ms, which is the
+//!   standing queue a real Chromium call builds at its bottleneck (docs/fidelity.md).
 
 use crate::controller::ProbeCluster;
 use crate::network::packet::Payload;
@@ -10,6 +21,13 @@ use std::collections::VecDeque;
 
 /// Size of a padding/probe filler packet on the wire.
 const PADDING_PACKET: Bytes = Bytes::new(1200);
+
+/// Budget idle time earns in the pre-2023 pacer: its 5 ms process interval.
+const LEGACY_IDLE_BUDGET: Duration = Duration::from_ms(5);
+
+/// libwebrtc's `PacingController::kMaxBurstSize`: a burst never carries more than this, so that
+/// it cannot overfill a socket buffer at high rates (63 kB / 10 Mbit/s = 50 ms).
+const MAX_BURST: Bytes = Bytes::new(63_000);
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct QueuedPacket {
@@ -48,6 +66,10 @@ pub struct Pacer {
     drain_large_queues: bool,
     /// Last time anything left the pacer (for the congestion-window keep-alive).
     last_send: Time,
+    /// Media may leave while its debt (`next_media − now`) is below this (capped by [`MAX_BURST`]).
+    burst_interval: Duration,
+    /// The last burst ran the debt up to the allowance: nothing leaves until it is drained.
+    burst_full: bool,
 }
 
 /// While the congestion window blocks, libwebrtc still lets one packet out this often so that
@@ -59,8 +81,21 @@ impl Pacer {
         Pacer {
             queue: VecDeque::new(), queue_bytes: Bytes::ZERO, enqueue_sum_us: 0, pacing_rate, padding_rate: Bitrate::ZERO,
             cwnd: Bytes::INFINITY, next_media: Time::ZERO, next_padding: Time::ZERO, probes: VecDeque::new(),
-            queue_time_limit, drain_large_queues: true, last_send: Time::ZERO,
+            queue_time_limit, drain_large_queues: true, last_send: Time::ZERO, burst_interval: Duration::ZERO, burst_full: false,
         }
+    }
+
+    /// Let media leave in bursts of up to `interval` at the media rate (libwebrtc: 40 ms).
+    pub fn with_burst_interval(mut self, interval: Duration) -> Self {
+        self.burst_interval = interval.max(Duration::ZERO);
+        self
+    }
+
+    /// The debt media may run up before it must wait: the burst interval, or less where the
+    /// rate would put more than [`MAX_BURST`] into one burst.
+    fn burst_allowance(&self, rate: Bitrate) -> Duration {
+        if self.burst_interval <= Duration::ZERO || rate.is_zero() { return Duration::ZERO; }
+        self.burst_interval.min(MAX_BURST / rate)
     }
 
     pub fn set_pacing_rate(&mut self, r: Bitrate) { self.pacing_rate = r; }
@@ -103,6 +138,14 @@ impl Pacer {
         self.pacing_rate.max(self.queue_bytes / left)
     }
 
+    /// When queued media may leave: at once while the debt is below the burst allowance and the
+    /// last burst did not fill it, otherwise once the debt has drained.
+    fn next_media_send(&self, now: Time) -> Time {
+        let debt = self.next_media - now;
+        if debt <= Duration::ZERO { return now; }
+        if self.burst_full || debt >= self.burst_allowance(self.effective_rate(now)) { self.next_media } else { now }
+    }
+
     fn congested(&self, in_flight: Bytes) -> bool { in_flight >= self.cwnd }
 
     /// Earliest time at which [`Pacer::poll`] could release something, given bytes in flight.
@@ -112,7 +155,7 @@ impl Pacer {
             return (!self.queue.is_empty()).then(|| (self.last_send + KEEPALIVE_INTERVAL).max(now));
         }
         if let Some(p) = self.probes.front() { return Some(p.next_send.max(now)); }
-        if !self.queue.is_empty() { return Some(self.next_media.max(now)); }
+        if !self.queue.is_empty() { return Some(self.next_media_send(now)); }
         if !self.padding_rate.is_zero() { return Some(self.next_padding.max(self.next_media).max(now)); }
         None
     }
@@ -156,12 +199,14 @@ impl Pacer {
             return Some(Release { size, payload, probe_cluster: Some(id) });
         }
         if let Some(q) = self.queue.front().copied() {
-            if self.next_media > now { return None; }
+            if self.next_media_send(now) > now { return None; }
             let rate = self.effective_rate(now);
             self.queue.pop_front();
             self.queue_bytes -= q.size;
             self.enqueue_sum_us -= q.enqueue_time.as_us() as i128;
-            self.next_media = self.next_media.max(now - Duration::from_ms(5)) + q.size / rate;
+            let floor = if self.burst_interval > Duration::ZERO { now } else { now - LEGACY_IDLE_BUDGET };
+            self.next_media = self.next_media.max(floor) + q.size / rate;
+            self.burst_full = self.next_media - now >= self.burst_allowance(rate);
             return Some(Release { size: q.size, payload: q.payload, probe_cluster: None });
         }
         if !self.padding_rate.is_zero() && self.next_padding <= now && self.next_media <= now {
@@ -195,7 +240,8 @@ mod tests {
 
     #[test]
     fn releases_at_pacing_rate() {
-        // 1000-byte packets at 800 kbit/s: one every 10 ms (first may use the 5 ms burst allowance).
+        // 1000-byte packets at 800 kbit/s, no burst interval: one every 10 ms (the first two
+        // 5 ms apart: the idle budget of the pre-2023 pacer).
         let mut p = Pacer::new(Bitrate::from_kbps(800), Duration::from_ms(2000));
         for _ in 0..10 { p.enqueue(media(1000, Time::ZERO)); }
         let times: Vec<i64> = drain(&mut p, Time::from_secs_f64(1.0)).iter().map(|(t, _)| t.as_us()).collect();
@@ -203,6 +249,40 @@ mod tests {
         let gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(gaps[1..].iter().all(|g| *g == 10_000), "{gaps:?}");
         assert!(times[9] >= 85_000 && times[9] <= 90_000, "{times:?}");
+    }
+
+    #[test]
+    fn bursts_of_the_burst_interval_then_waits_for_the_debt_to_drain() {
+        // libwebrtc PacingController with its 40 ms burst interval: at 800 kbit/s a 1000-byte
+        // packet is 10 ms of sending time, so packets leave while the debt is 0, 10, 20, 30 ms
+        // (4 back to back); at 40 ms the pacer waits until the debt is 0 again (t = 40 ms).
+        let mut p = Pacer::new(Bitrate::from_kbps(800), Duration::from_ms(2000)).with_burst_interval(Duration::from_ms(40));
+        for _ in 0..10 { p.enqueue(media(1000, Time::ZERO)); }
+        let times: Vec<i64> = drain(&mut p, Time::from_secs_f64(1.0)).iter().map(|(t, _)| t.as_us() / 1000).collect();
+        assert_eq!(times, vec![0, 0, 0, 0, 40, 40, 40, 40, 80, 80]);
+    }
+
+    #[test]
+    fn a_burst_never_carries_more_than_63_kb() {
+        // At 25.2 Mbit/s, 40 ms would be 126 kB; libwebrtc's kMaxBurstSize caps it at 63 kB
+        // (20 ms): 1200-byte packets leave while the debt is below 20 ms: 53 of them.
+        let mut p = Pacer::new(Bitrate::from_kbps(25_200), Duration::from_ms(2000)).with_burst_interval(Duration::from_ms(40));
+        for _ in 0..200 { p.enqueue(media(1200, Time::ZERO)); }
+        let first = drain(&mut p, Time::from_ms(1)).iter().filter(|(t, _)| *t == Time::ZERO).count();
+        assert_eq!(first, 53);
+    }
+
+    #[test]
+    fn a_packet_meeting_a_partly_drained_debt_leaves_at_once() {
+        // A frame's packets arrive while the debt (20 ms) is below the allowance and the last
+        // burst ended because the queue emptied, not because the debt filled: they go now.
+        let mut p = Pacer::new(Bitrate::from_kbps(800), Duration::from_ms(2000)).with_burst_interval(Duration::from_ms(40));
+        p.enqueue(media(1000, Time::ZERO));
+        p.enqueue(media(1000, Time::ZERO));
+        assert!(p.poll(Time::ZERO, Bytes::ZERO).is_some());
+        assert!(p.poll(Time::ZERO, Bytes::ZERO).is_some());
+        p.enqueue(media(1000, Time::ZERO));
+        assert_eq!(p.next_send_time(Time::ZERO, Bytes::ZERO), Some(Time::ZERO));
     }
 
     #[test]

@@ -91,6 +91,7 @@ pub const LIMITS: &[Limit] = &[
     r("flows[*].media.audio_frame_ms", 2.5, 120.0, "ms"),
     r("flows[*].media.header_bytes", 0.0, 1500.0, "bytes"),
     r("flows[*].media.pacer_queue_limit_ms", 0.0, MAX_MS, "ms"),
+    r("flows[*].media.pacer_burst_ms", 0.0, 1000.0, "ms"),
     gt("flows[*].feedback.interval_ms", 0.0, MAX_DELAY_MS, "ms"),
     r("flows[*].pauses[*][0]", 0.0, MAX_DURATION_S, "s"),
     r("flows[*].pauses[*][1]", 0.0, MAX_DURATION_S, "s"),

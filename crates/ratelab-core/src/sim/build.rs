@@ -123,7 +123,7 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         controller: built.sender,
         constraints,
         encoder: Encoder::new(enc, constraints.start_rate, derive_seed(seed, 2000 + id)),
-        pacer: Pacer::new(constraints.start_rate.scale(2.5), limit_t),
+        pacer: Pacer::new(constraints.start_rate.scale(2.5), limit_t).with_burst_interval(Duration::from_ms_f64(mc.pacer_burst_ms)),
         max_payload: mc.max_payload_bytes,
         header,
         pause_allowed: mc.encoder_pause,
