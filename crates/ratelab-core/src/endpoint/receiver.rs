@@ -62,6 +62,10 @@ pub struct MediaReceiver {
     return_delay: Option<Duration>,
     next_feedback: Option<Time>,
     next_estimate: Option<Time>,
+    /// When each timer was last armed (a counter): timers due at the same instant run in the
+    /// order they were armed, as the simulator's event queue runs them.
+    armed: [u64; 2],
+    arms: u64,
     out: VecDeque<ReceiverTransmit>,
     reports: u64,
     estimates: u64,
@@ -72,7 +76,7 @@ const MAX_TIMER_LAG: Duration = Duration::from_secs(1);
 
 impl MediaReceiver {
     pub fn new(frames: FrameReceiver, feedback: FeedbackGenerator, estimator: Option<Box<dyn ReceiverEstimator>>, header: Bytes, return_delay: Option<Duration>) -> MediaReceiver {
-        MediaReceiver { frames, feedback, estimator, header, return_delay, next_feedback: None, next_estimate: None, out: VecDeque::new(), reports: 0, estimates: 0 }
+        MediaReceiver { frames, feedback, estimator, header, return_delay, next_feedback: None, next_estimate: None, armed: [0; 2], arms: 0, out: VecDeque::new(), reports: 0, estimates: 0 }
     }
 
     /// Replace the receiver-side estimator (before [`MediaReceiver::start`]).
@@ -88,7 +92,14 @@ impl MediaReceiver {
     /// interval from now.
     pub fn start(&mut self, now: Time) {
         self.next_feedback = (self.feedback.mode() == GeneratorMode::Twcc).then(|| now + self.feedback_interval());
+        self.arm(ReceiverTimer::Feedback);
         self.next_estimate = self.estimator.as_ref().map(|e| now + e.tick_interval());
+        self.arm(ReceiverTimer::Estimator);
+    }
+
+    fn arm(&mut self, which: ReceiverTimer) {
+        self.armed[which as usize] = self.arms;
+        self.arms += 1;
     }
 
     /// When `which` is next due.
@@ -103,10 +114,14 @@ impl MediaReceiver {
     /// The earliest time anything is due.
     pub fn poll_timeout(&self) -> Option<Time> { [self.next_feedback, self.next_estimate].into_iter().flatten().min() }
 
-    /// Run every timer due by `now` (a wall-clock driver, which may be late).
+    /// Run every timer due by `now`, each once, earliest first (a wall-clock driver, which may
+    /// be late; a timer still due after that runs on the next call).
     pub fn handle_timeout(&mut self, now: Time) {
-        if let Some(t) = self.next_feedback.filter(|&t| t <= now) { self.feedback_timer(t, now); }
-        if let Some(t) = self.next_estimate.filter(|&t| t <= now) { self.estimator_timer(t, now); }
+        let key = |w: ReceiverTimer| self.timer(w).filter(|&t| t <= now).map(|t| (t, self.armed[w as usize]));
+        let (f, e) = (key(ReceiverTimer::Feedback), key(ReceiverTimer::Estimator));
+        let run_f = |r: &mut Self| if let Some((t, _)) = f { r.feedback_timer(t, now) };
+        let run_e = |r: &mut Self| if let Some((t, _)) = e { r.estimator_timer(t, now) };
+        if e.is_some() && (f.is_none() || e < f) { run_e(self); run_f(self); } else { run_f(self); run_e(self); }
     }
 
     /// Run one timer that the driver scheduled for exactly `now` (the simulator's events).
@@ -169,6 +184,7 @@ impl MediaReceiver {
     fn feedback_timer(&mut self, t: Time, now: Time) {
         if let Some(r) = self.feedback.on_timer(now) { self.push_report(r); }
         self.next_feedback = Some(next_after(t, now, self.feedback_interval()));
+        self.arm(ReceiverTimer::Feedback);
     }
 
     /// The estimator tick due at `t`, run at `now`.
@@ -177,6 +193,7 @@ impl MediaReceiver {
         let rate = e.on_tick(now);
         let d = e.tick_interval().max(Duration::from_ms(1));
         self.next_estimate = Some(next_after(t, now, d));
+        self.arm(ReceiverTimer::Estimator);
         if let Some(r) = rate {
             self.estimates += 1;
             self.out.push_back(ReceiverTransmit::Estimate(r));
