@@ -2,8 +2,8 @@
 //! fed, under a virtual clock, through live mode's receiver loop functions (`receiver::on_arrival`,
 //! `receiver::on_timers`) into a receiver built as live builds it (`build_media_receiver`)
 //! produce the same receiver output — the same feedback reports (report time and every
-//! arrival in them) and estimates, in the same order — and the same receiver-side estimator
-//! calls, at the same times, with the same arguments.
+//! arrival in them; TWCC every 50 ms and per-packet) and estimates, in the same order — and the
+//! same receiver-side estimator calls, at the same times, with the same arguments.
 //!
 //! The simulator's side is observed where it surfaces: the estimator through a recorder, the
 //! reports and estimates as the sender's controller gets them (RFC 8888-style report times on,
@@ -74,12 +74,12 @@ impl Controller for Sink {
     fn on_sender_queue(&mut self, now: Time, q: Bytes) -> Update { self.inner.on_sender_queue(now, q) }
 }
 
-fn scenario() -> Scenario {
+fn scenario(mode: &str) -> Scenario {
     let v = serde_json::json!({
         "name": "receiver-agreement", "duration_s": 6,
         "link": {"capacity_kbps": 1200, "delay_ms": 20, "queue": {"ms": 150}, "loss": 0.01},
         "flows": [{"kind": "media", "controller": "gcc", "one_way_delay_ms": 5, "return_delay_ms": 25,
-                   "feedback": {"mode": "twcc", "interval_ms": 50, "report_time": true}, "media": {"audio_kbps": 32}}]
+                   "feedback": {"mode": mode, "interval_ms": 50, "report_time": true}, "media": {"audio_kbps": 32}}]
     });
     Scenario::from_json(&v.to_string()).expect("valid scenario")
 }
@@ -96,7 +96,11 @@ fn first_difference(what: &str, a: &[String], b: &[String]) {
 
 #[test]
 fn simulator_and_live_loop_drive_the_receiver_alike() {
-    let sc = scenario();
+    for mode in ["twcc", "per-packet"] { agree(mode); }
+}
+
+fn agree(mode: &str) {
+    let sc = scenario(mode);
     // The simulator's run.
     let (sim_est, sim_out): (Log, Log) = Default::default();
     let mut sim = build_simulation(&sc, 11, None).unwrap();
@@ -142,8 +146,8 @@ fn simulator_and_live_loop_drive_the_receiver_alike() {
 
     let (a, b) = (before(&sim_est, cutoff), before(&live_est, cutoff));
     assert!(a.iter().filter(|c| c.contains(" pkt ")).count() > 300 && a.iter().any(|c| c.contains(" rtt ")), "the estimator saw the flow");
-    first_difference("estimator call", &a, &b);
+    first_difference(&format!("{mode}: estimator call"), &a, &b);
     let (a, b) = (before(&sim_out, cutoff), before(&live_out, cutoff));
-    assert!(a.iter().filter(|c| c.contains(" fb ")).count() > 60 && a.iter().any(|c| c.contains(" est ")), "reports and estimates reached the sender");
-    first_difference("receiver output", &a, &b);
+    assert!(a.iter().filter(|c| c.contains(" fb ")).count() > 60 && a.iter().any(|c| c.contains(" est ")), "{mode}: reports and estimates reached the sender");
+    first_difference(&format!("{mode}: receiver output"), &a, &b);
 }
