@@ -1,7 +1,8 @@
-//! The live receiver: takes RTP from one peer, reassembles frames (the core's
-//! [`FrameReceiver`]), generates transport-wide feedback (the core's [`FeedbackGenerator`])
-//! encoded as TWCC or RFC 8888, runs a receiver-side estimator if the controller has one
-//! (its rate goes back as REMB), and keeps the same per-flow metrics as the simulator.
+//! The live receiver: takes RTP from one peer and drives the core's sans-IO
+//! [`MediaReceiver`] with it — the same endpoint the simulator drives, which renders frames,
+//! generates transport-wide feedback and runs a receiver-side estimator if the controller has
+//! one. This loop owns the I/O: it parses packets, encodes the endpoint's output as TWCC or
+//! RFC 8888 feedback and REMB, and keeps the same per-flow metrics as the simulator.
 //!
 //! Robustness: datagrams from other addresses, non-RTP bytes, other SSRCs, packets without the
 //! transport-wide sequence number, duplicates and sequence numbers far outside the recent
@@ -11,13 +12,11 @@ use crate::flags;
 use crate::net::{self, LiveClock};
 use crate::payload::{MediaHeader, IP_UDP_OVERHEAD};
 use crate::{Quantiles, StopFlag};
-use ratelab_core::controller::{ReceivedPacket, ReceiverEstimator};
 use ratelab_core::controllers::{self, BuildContext, ExternalFactory};
-use ratelab_core::feedback::generator::{FeedbackGenerator, FeedbackReport, GeneratorMode};
-use ratelab_core::media::receiver::FrameReceiver;
+use ratelab_core::endpoint::{Arrival, FramePart, MediaReceiver, ReceiverTimer, ReceiverTransmit};
 use ratelab_core::metrics::FlowMetrics;
-use ratelab_core::media::quality::QualityTracker;
-use ratelab_core::scenario::{FeedbackMode, FlowConfig, MediaConfig};
+use ratelab_core::scenario::FlowConfig;
+use ratelab_core::sim::build::build_media_receiver;
 use ratelab_core::wire::remb::Remb;
 use ratelab_core::wire::rfc8888::CcfbEncoder;
 use ratelab_core::wire::rtp::RtpPacket;
@@ -160,10 +159,7 @@ pub struct Receiver {
     peer: Option<SocketAddr>,
     clock: LiveClock,
     opts: ReceiverOptions,
-    feedback: FeedbackGenerator,
-    estimator: Option<Box<dyn ReceiverEstimator>>,
-    /// The flow's media settings (header size and quality model, as in the simulator).
-    media: MediaConfig,
+    rx: MediaReceiver,
     stop: StopFlag,
 }
 
@@ -178,8 +174,6 @@ impl Receiver {
     #[allow(clippy::too_many_arguments)]
     pub fn new_ext(flow: &FlowConfig, opts: ReceiverOptions, listen: SocketAddr, peer: Option<SocketAddr>, clock: LiveClock, seed: u64, stop: StopFlag, external: Option<ExternalFactory>) -> Result<Receiver, String> {
         opts.validate(flow).map_err(|e| e.to_string())?;
-        let mode = match flow.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
-        let feedback = FeedbackGenerator::new(mode, Duration::from_ms_f64(flow.feedback.interval_ms));
         let mut cx = BuildContext::new(ratelab_core::sim::build::derive_seed(seed, 1000 + opts.flow_id));
         cx.read_file = Some(net::file_reader());
         cx.external = external;
@@ -187,8 +181,9 @@ impl Receiver {
         // side (the `oracle` needs the emulated capacity) has none; the sender, which builds the
         // same controller, reports real configuration errors.
         let estimator = controllers::build(&flow.controller, &flow.params, &cx).map(|b| b.receiver).unwrap_or(None);
+        let rx = build_media_receiver(flow, estimator, opts.return_delay_ms.map(Duration::from_ms_f64));
         let sock = net::bind(listen).map_err(|e| format!("cannot bind {listen}: {e}"))?;
-        Ok(Receiver { sock, peer, clock, opts, feedback, estimator, media: flow.media.clone(), stop })
+        Ok(Receiver { sock, peer, clock, opts, rx, stop })
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> { self.sock.local_addr().ok() }
@@ -201,14 +196,10 @@ impl Receiver {
         let t0 = clock.now();
         let mut st = ReceiverStats { peer: self.peer.map(|p| p.to_string()), ..Default::default() };
         let mut metrics = FlowMetrics::new(t0, Time::MAX);
-        let mut frames = FrameReceiver::with_quality(QualityTracker::new(self.media.quality_model, self.media.fps, self.media.keyframe_factor));
-        let header = Bytes::new(self.media.header_bytes as i64);
         let mut series = ReceiverSeries::default();
         let mut log = RecvLog::default();
         let mut timer_err = net::us_histogram();
-        let mut twcc = TwccEncoder::new(o.feedback_ssrc, o.ssrc);
-        let mut ccfb = CcfbEncoder::new(o.feedback_ssrc, o.ssrc);
-        ccfb.epoch_offset_us = clock.origin_ntp_us();
+        let mut wire = Wire::new(&o, clock);
         let mut unwrap = SeqUnwrapper::new();
         let mut seen = vec![u64::MAX; DEDUP];
         let mut highest: Option<u64> = None;
@@ -216,30 +207,16 @@ impl Receiver {
         let mut lowest: Option<u64> = None;
         let mut ssrc = o.ssrc;
         let mut buf = vec![0u8; 65_536];
-        let mut out = Vec::with_capacity(1500);
         let iv = Duration::from_ms_f64(o.series_interval_ms.max(1.0));
-        let fb_iv = self.feedback.interval().max(Duration::from_ms(1));
-        let est_iv = self.estimator.as_ref().map(|e| e.tick_interval().max(Duration::from_ms(1)));
-        let mut next_fb = t0 + fb_iv;
-        let mut next_est = est_iv.map(|d| t0 + d);
+        self.rx.start(t0);
         let mut next_series = Time::from_us((t0.as_us() / iv.as_us() + 1) * iv.as_us());
         let (mut iv_recv, mut iv_owd_sum, mut iv_owd_n) = (Bytes::ZERO, 0i64, 0u32);
         let mut last_rx: Option<Time> = None;
         let mut min_owd = Duration::MAX;
         let base = o.base_delay_ms.map(Duration::from_ms_f64);
-        let ret_delay = o.return_delay_ms.map(Duration::from_ms_f64);
         let count_until = o.count_until_s.map(Time::from_secs_f64);
         let mut last_counted: Option<Time> = None;
         let max_end = (o.max_duration_s > 0.0).then(|| t0 + Duration::from_secs_f64(o.max_duration_s));
-        let twcc_mode = self.feedback.mode() == GeneratorMode::Twcc;
-
-        let send_report = |sock: &UdpSocket, peer: SocketAddr, r: &FeedbackReport, out: &mut Vec<u8>, twcc: &mut TwccEncoder, ccfb: &CcfbEncoder, st: &mut ReceiverStats| {
-            let mut send = |out: &Vec<u8>| { if sock.send_to(out, peer).is_ok() { st.feedback_packets += 1; st.feedback_bytes += out.len() as i64; } };
-            match o.format {
-                FeedbackFormat::Twcc => for p in twcc.encode(r) { out.clear(); if p.write(out).is_ok() { send(out); } },
-                FeedbackFormat::Rfc8888 => for p in ccfb.encode(r) { out.clear(); if p.write(out).is_ok() { send(out); } },
-            }
-        };
 
         'outer: loop {
             let now = clock.now();
@@ -276,7 +253,7 @@ impl Receiver {
                     continue;
                 }
                 let Ok(p) = RtpPacket::parse(d) else { st.malformed += 1; continue };
-                if ssrc == 0 { ssrc = p.header.ssrc; twcc.media_ssrc = ssrc; ccfb.media_ssrc = ssrc; }
+                if ssrc == 0 { ssrc = p.header.ssrc; wire.set_media_ssrc(ssrc); }
                 if p.header.ssrc != ssrc { st.other_ssrc += 1; continue; }
                 let Some(tw) = p.transport_seq(o.tw_ext_id) else { st.no_transport_seq += 1; continue };
                 let seq = unwrap.peek(tw);
@@ -307,39 +284,19 @@ impl Receiver {
                     metrics.on_received(now, size, owd, qd);
                     iv_recv += size;
                     if send_time.is_some() { iv_owd_sum += owd.as_us(); iv_owd_n += 1; }
-                    if let Some(h) = mh {
-                        if !h.padding && !h.audio { frames.on_packet(now, h.frame as u64, h.count, clock.from_unix_us(h.capture_unix_us), size - header, h.keyframe); }
-                    }
                     last_counted = Some(now);
                 }
                 if o.packet_log { log.seq.push(seq); log.recv.push(now); }
-                if let Some(e) = self.estimator.as_mut() {
-                    e.on_packet_received(&ReceivedPacket { seq, size, send_time: send_time.unwrap_or(now), recv_time: now, kind: mh.map(|h| h.kind()).unwrap_or_default() });
-                    if let (Some(ret), Some(_)) = (ret_delay, send_time) { e.on_rtt_update(now, owd + ret); }
-                }
-                if let (Some(r), Some(peer)) = (self.feedback.on_packet(now, seq), self.peer) {
-                    send_report(&self.sock, peer, &r, &mut out, &mut twcc, &ccfb, &mut st);
-                }
+                // Frames are rendered only while counted (the scenario's end in `live run`).
+                let frame = mh.filter(|h| counted && !h.padding && !h.audio)
+                    .map(|h| FramePart { frame: h.frame as u64, count: h.count, capture: clock.from_unix_us(h.capture_unix_us), keyframe: h.keyframe });
+                let a = Arrival { seq, size, send_time, kind: mh.map(|h| h.kind()).unwrap_or_default(), frame };
+                on_arrival(&mut self.rx, now, a, |m| wire.send(&self.sock, self.peer, m, ssrc, &mut st));
             }
             // 2. Timers.
             let now = clock.now();
-            if twcc_mode && now >= next_fb {
-                let _ = timer_err.record((now - next_fb).as_us().max(0) as u64);
-                if let (Some(r), Some(peer)) = (self.feedback.on_timer(now), self.peer) { send_report(&self.sock, peer, &r, &mut out, &mut twcc, &ccfb, &mut st); }
-                next_fb += fb_iv;
-                if now - next_fb > Duration::from_secs(1) { next_fb = now + fb_iv; }
-            }
-            if let (Some(t), Some(d)) = (next_est, est_iv) {
-                if now >= t {
-                    let rate = self.estimator.as_mut().and_then(|e| e.on_tick(now));
-                    if let (Some(rate), Some(peer)) = (rate, self.peer) {
-                        out.clear();
-                        let remb = Remb { sender_ssrc: o.feedback_ssrc, bitrate_bps: rate.bps().max(0) as u64, ssrcs: vec![ssrc] };
-                        if remb.write(&mut out).is_ok() && self.sock.send_to(&out, peer).is_ok() { st.remb_packets += 1; }
-                    }
-                    next_est = Some(if now - (t + d) > Duration::from_secs(1) { now + d } else { t + d });
-                }
-            }
+            if let Some(t) = self.rx.timer(ReceiverTimer::Feedback).filter(|&t| now >= t) { let _ = timer_err.record((now - t).as_us().max(0) as u64); }
+            on_timers(&mut self.rx, now, |m| wire.send(&self.sock, self.peer, m, ssrc, &mut st));
             while next_series <= now {
                 series.k.push((next_series.as_us() / iv.as_us()) as u64);
                 series.recv_kbps.push((iv_recv / iv).kbps_f64());
@@ -349,16 +306,17 @@ impl Receiver {
             }
             // 3. Sleep.
             let mut deadline = next_series.min(now + Duration::from_ms(100));
-            if twcc_mode { deadline = deadline.min(next_fb); }
-            if let Some(t) = next_est { deadline = deadline.min(t); }
+            if let Some(t) = self.rx.poll_timeout() { deadline = deadline.min(t); }
             if deadline > now { net::wait_readable(&self.sock, deadline - now); }
         }
         // Report what arrived since the last report, so the sender hears about everything.
-        if let (Some(r), Some(peer)) = (self.feedback.on_timer(clock.now()), self.peer) { send_report(&self.sock, peer, &r, &mut out, &mut twcc, &ccfb, &mut st); }
+        self.rx.flush_feedback(clock.now());
+        while let Some(m) = self.rx.poll_transmit() { wire.send(&self.sock, self.peer, m, ssrc, &mut st); }
         let end = clock.now();
         // A stall still in progress at the end counts as a freeze (as in the simulator).
-        frames.finish(count_until.map_or(last_rx.unwrap_or(end), |c| c.min(end).max(last_counted.unwrap_or(Time::ZERO))));
-        metrics.video = Some(frames.stats);
+        self.rx.finish(count_until.map_or(last_rx.unwrap_or(end), |c| c.min(end).max(last_counted.unwrap_or(Time::ZERO))));
+        let video = self.rx.video_stats();
+        metrics.video = Some(video);
         st.packets_received = metrics.packets_received;
         st.bytes_received = metrics.bytes_received.get();
         st.packets_lost = match (lowest, highest) { (Some(l), Some(h)) => (h - l + 1).saturating_sub(metrics.packets_received), _ => 0 };
@@ -367,14 +325,66 @@ impl Receiver {
         st.owd_ms_p95 = metrics.owd_quantile_ms(0.95);
         st.queue_delay_ms_mean = metrics.queue_mean_ms();
         st.queue_delay_ms_p95 = metrics.queue_quantile_ms(0.95);
-        st.frames_rendered = frames.stats.frames_rendered;
-        st.freeze_count = frames.stats.freeze_count;
-        st.freeze_duration_s = frames.stats.freeze_duration.as_secs_f64();
-        st.frame_delay_ms_mean = frames.stats.mean_frame_delay().map(|d| d.as_ms_f64());
-        st.psnr_db_mean = frames.stats.mean_psnr_db();
+        st.frames_rendered = video.frames_rendered;
+        st.freeze_count = video.freeze_count;
+        st.freeze_duration_s = video.freeze_duration.as_secs_f64();
+        st.frame_delay_ms_mean = video.mean_frame_delay().map(|d| d.as_ms_f64());
+        st.psnr_db_mean = video.mean_psnr_db();
         st.last_packet_s = last_rx.map(|t| t.as_secs_f64());
         st.cpu_us = net::thread_cpu_us() - cpu0;
         st.timer_error_us = Quantiles::of(&timer_err);
         ReceiverResult { stats: st, metrics, series, log }
+    }
+}
+
+/// One arrival into the endpoint; `emit` gets what it answers at once (a per-packet ack).
+pub fn on_arrival(rx: &mut MediaReceiver, now: Time, a: Arrival, mut emit: impl FnMut(ReceiverTransmit)) {
+    rx.handle_packet(now, a);
+    while let Some(m) = rx.poll_transmit() { emit(m); }
+}
+
+/// The endpoint's timers due by `now` (this loop may be late); `emit` gets the reports and
+/// estimates they produce.
+pub fn on_timers(rx: &mut MediaReceiver, now: Time, mut emit: impl FnMut(ReceiverTransmit)) {
+    rx.handle_timeout(now);
+    while let Some(m) = rx.poll_transmit() { emit(m); }
+}
+
+/// The wire side of the endpoint's output: feedback as TWCC or RFC 8888, estimates as REMB.
+struct Wire {
+    format: FeedbackFormat,
+    feedback_ssrc: u32,
+    twcc: TwccEncoder,
+    ccfb: CcfbEncoder,
+    out: Vec<u8>,
+}
+
+impl Wire {
+    fn new(o: &ReceiverOptions, clock: LiveClock) -> Wire {
+        let mut ccfb = CcfbEncoder::new(o.feedback_ssrc, o.ssrc);
+        ccfb.epoch_offset_us = clock.origin_ntp_us();
+        Wire { format: o.format, feedback_ssrc: o.feedback_ssrc, twcc: TwccEncoder::new(o.feedback_ssrc, o.ssrc), ccfb, out: Vec::with_capacity(1500) }
+    }
+
+    fn set_media_ssrc(&mut self, ssrc: u32) { self.twcc.media_ssrc = ssrc; self.ccfb.media_ssrc = ssrc; }
+
+    /// Encode and send `m` to `peer` (dropped while no peer is known).
+    fn send(&mut self, sock: &UdpSocket, peer: Option<SocketAddr>, m: ReceiverTransmit, media_ssrc: u32, st: &mut ReceiverStats) {
+        let Some(peer) = peer else { return };
+        let out = &mut self.out;
+        match m {
+            ReceiverTransmit::Feedback(r) => {
+                let mut send = |out: &Vec<u8>| { if sock.send_to(out, peer).is_ok() { st.feedback_packets += 1; st.feedback_bytes += out.len() as i64; } };
+                match self.format {
+                    FeedbackFormat::Twcc => for p in self.twcc.encode(&r) { out.clear(); if p.write(out).is_ok() { send(out); } },
+                    FeedbackFormat::Rfc8888 => for p in self.ccfb.encode(&r) { out.clear(); if p.write(out).is_ok() { send(out); } },
+                }
+            }
+            ReceiverTransmit::Estimate(rate) => {
+                out.clear();
+                let remb = Remb { sender_ssrc: self.feedback_ssrc, bitrate_bps: rate.bps().max(0) as u64, ssrcs: vec![media_ssrc] };
+                if remb.write(out).is_ok() && sock.send_to(out, peer).is_ok() { st.remb_packets += 1; }
+            }
+        }
     }
 }

@@ -1,11 +1,11 @@
 //! Scenario → simulation: link, loss, queue, flows and their controllers.
 
 use super::media_flow::MediaFlow;
-use crate::endpoint::{AudioStream, MediaSender, SenderParts};
+use crate::endpoint::{AudioStream, MediaReceiver, MediaSender, SenderParts};
 use super::tcp_flow::{OnOff, TcpFlow};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use super::{Event, Flow, FlowInfo, FlowState, Simulation};
-use crate::controller::Constraints;
+use crate::controller::{Constraints, ReceiverEstimator};
 use crate::controller::{BuildContext, ExternalFactory, FileReader};
 use crate::controllers;
 use crate::error::ConfigError;
@@ -117,7 +117,6 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         size_noise: mc.frame_size_noise, keyframe_interval: Duration::from_secs_f64(mc.keyframe_interval_s), keyframe_factor: mc.keyframe_factor,
     };
     let limit_t = Duration::from_ms_f64(mc.pacer_queue_limit_ms);
-    let mode = match fc.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
     let header = Bytes::new(mc.header_bytes as i64);
     let sender = MediaSender::new(SenderParts {
         controller: built.sender,
@@ -136,15 +135,23 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
         audio: AudioStream::new(mc.audio_kbps, mc.audio_frame_ms, header),
     });
-    Ok(MediaFlow {
-        sender,
-        estimator: built.receiver,
-        header,
-        feedback: FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
-        receiver: FrameReceiver::with_quality(QualityTracker::new(mc.quality_model, mc.fps, mc.keyframe_factor)),
-    })
+    Ok(MediaFlow { sender, receiver: build_media_receiver(fc, built.receiver, None) })
 }
 
+/// A media flow's receiver endpoint from its configuration, with `estimator` (the controller's
+/// receiver side, if any) and the return delay its RTT updates add (None: no RTT updates).
+/// Used by the simulator and by live mode's receiver.
+pub fn build_media_receiver(fc: &FlowConfig, estimator: Option<Box<dyn ReceiverEstimator>>, return_delay: Option<Duration>) -> MediaReceiver {
+    let mc = &fc.media;
+    let mode = match fc.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
+    MediaReceiver::new(
+        FrameReceiver::with_quality(QualityTracker::new(mc.quality_model, mc.fps, mc.keyframe_factor)),
+        FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
+        estimator,
+        Bytes::new(mc.header_bytes as i64),
+        return_delay,
+    )
+}
 
 /// Build a ready-to-run simulation. `controller_override` replaces every media flow's controller.
 pub fn build_simulation(sc: &Scenario, seed: u64, controller_override: Option<&str>) -> Result<Simulation, ConfigError> {
@@ -220,6 +227,8 @@ pub fn build_simulation_ext(sc: &Scenario, seed: u64, controller_override: Optio
         };
         let mut metrics = FlowMetrics::new(start, stop);
         if two_way { metrics.return_path = Some(ReturnPathCounters::default()); }
+        let mut state = state;
+        if let FlowState::Media(m) = &mut state { m.receiver.set_return_delay(Some(ret)); }
         flows.push(Flow { info, start, stop, fwd_delay: fwd, ret_delay: ret, active: false, metrics, state });
     }
 

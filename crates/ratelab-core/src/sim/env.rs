@@ -349,7 +349,7 @@ impl RlEnv {
         if let Some(f) = sim.flows.get_mut(0) {
             if let FlowState::Media(m) = &mut f.state {
                 m.sender.set_controller(Box::new(RateFollower::new(self.cfg.pacing_factor)));
-                m.estimator = Some(Box::new(Probe(self.probe.clone())));
+                m.receiver.set_estimator(Some(Box::new(Probe(self.probe.clone()))));
             }
         }
         self.info = info;

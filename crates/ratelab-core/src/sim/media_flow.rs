@@ -1,20 +1,11 @@
-//! A media flow in the simulator: the sans-IO sender (`endpoint::MediaSender`) and the
-//! receiver's state (frames, feedback generation, optional receiver-side estimator), which the
-//! simulator still drives directly (sim/mod.rs).
+//! A media flow in the simulator: the two sans-IO endpoints, which the simulator drives
+//! (sim/mod.rs) and connects through its network.
 
-use crate::controller::ReceiverEstimator;
-use crate::endpoint::MediaSender;
-use crate::feedback::generator::FeedbackGenerator;
-use crate::media::receiver::FrameReceiver;
-use crate::units::Bytes;
+use crate::endpoint::{MediaReceiver, MediaSender};
 
 pub use crate::endpoint::{cwnd_drop_interval, AudioStream};
 
 pub struct MediaFlow {
     pub sender: MediaSender,
-    pub estimator: Option<Box<dyn ReceiverEstimator>>,
-    /// Per-packet header bytes (the receiver counts payload).
-    pub header: Bytes,
-    pub feedback: FeedbackGenerator,
-    pub receiver: FrameReceiver,
+    pub receiver: MediaReceiver,
 }

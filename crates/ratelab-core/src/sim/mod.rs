@@ -16,8 +16,7 @@ pub mod summary;
 pub mod synth;
 pub mod tcp_flow;
 
-use crate::controller::ReceivedPacket;
-use crate::endpoint::SenderTimer;
+use crate::endpoint::{Arrival, FramePart, ReceiverTimer, ReceiverTransmit, SenderTimer};
 use crate::feedback::generator::FeedbackReport;
 use crate::metrics::{FlowMetrics, PacketLog, SeriesLog};
 use crate::network::link::{Enqueued, Link};
@@ -246,11 +245,12 @@ impl Simulation {
         };
         let s = &mut m.sender;
         s.start(now);
-        let est = m.estimator.as_ref().map(|e| e.tick_interval());
+        let r = &mut m.receiver;
+        r.start(now);
         if let Some(t) = s.timer(SenderTimer::Frame) { push_timer(&mut self.events, t, Event::Frame(f)); }
         if let Some(t) = s.timer(SenderTimer::Tick) { push_timer(&mut self.events, t, Event::ControllerTick(f)); }
-        if m.feedback.mode() == crate::feedback::generator::GeneratorMode::Twcc { push_timer(&mut self.events, now + m.feedback.interval(), Event::FeedbackTimer(f)); }
-        if let Some(d) = est { push_timer(&mut self.events, now + d, Event::EstimatorTick(f)); }
+        if let Some(t) = r.timer(ReceiverTimer::Feedback) { push_timer(&mut self.events, t, Event::FeedbackTimer(f)); }
+        if let Some(t) = r.timer(ReceiverTimer::Estimator) { push_timer(&mut self.events, t, Event::EstimatorTick(f)); }
         if let Some(t) = m.sender.timer(SenderTimer::Audio) { push_timer(&mut self.events, t, Event::Audio(f)); }
         self.schedule_pacer(f);
     }
@@ -268,11 +268,7 @@ impl Simulation {
         let now = self.now;
         let Some(m) = self.media(f) else { return };
         m.sender.handle_timer(now, SenderTimer::Frame);
-        match m.sender.take_pause_edge() {
-            Some(true) => m.receiver.pause(),
-            Some(false) => m.receiver.resume(),
-            None => {}
-        }
+        if let Some(paused) = m.sender.take_pause_edge() { m.receiver.handle_sender_pause(paused); }
         let next = m.sender.timer(SenderTimer::Frame);
         if let Some(t) = next { push_timer(&mut self.events, t, Event::Frame(f)); }
         self.schedule_pacer(f);
@@ -401,7 +397,6 @@ impl Simulation {
         let flow = &mut self.flows[pkt.flow as usize];
         flow.metrics.on_received(now, pkt.size, now - pkt.send_time, pkt.tx_start - pkt.enqueue_time);
         if record { self.packets.push(pkt.flow, pkt.seq, pkt.size, pkt.send_time, Some(now), false); }
-        let ret = flow.ret_delay;
         let m = match &mut flow.state {
             FlowState::Media(m) => m,
             FlowState::Tcp(t) => {
@@ -412,17 +407,26 @@ impl Simulation {
                 return;
             }
         };
-        if let Payload::Media { frame, count, capture, keyframe, .. } = pkt.payload {
-            m.receiver.on_packet(now, frame, count, capture, pkt.size - m.header, keyframe);
-        }
-        if let Some(e) = m.estimator.as_mut() {
-            e.on_packet_received(&ReceivedPacket { seq: pkt.seq, size: pkt.size, send_time: pkt.send_time, recv_time: now, kind: crate::network::packet::media_kind(&pkt.payload, pkt.probe_cluster) });
-            // The RTT this packet would show the sender: its one-way delay plus the return
-            // path's propagation (a congested return link's queue is not known here).
-            e.on_rtt_update(now, (now - pkt.send_time) + ret);
-        }
-        if let Some(report) = m.feedback.on_packet(now, pkt.seq) {
-            self.send_control(pkt.flow, ControlMsg::Feedback(Box::new(report)));
+        let frame = match pkt.payload {
+            Payload::Media { frame, count, capture, keyframe, .. } => Some(FramePart { frame, count, capture, keyframe }),
+            _ => None,
+        };
+        let kind = crate::network::packet::media_kind(&pkt.payload, pkt.probe_cluster);
+        m.receiver.handle_packet(now, Arrival { seq: pkt.seq, size: pkt.size, send_time: Some(pkt.send_time), kind, frame });
+        self.send_receiver_output(pkt.flow);
+    }
+
+    /// Send what media flow `f`'s receiver has to send back, in order.
+    #[inline]
+    fn send_receiver_output(&mut self, f: u32) {
+        loop {
+            let FlowState::Media(m) = &mut self.flows[f as usize].state else { return };
+            let msg = match m.receiver.poll_transmit() {
+                Some(ReceiverTransmit::Feedback(r)) => ControlMsg::Feedback(Box::new(r)),
+                Some(ReceiverTransmit::Estimate(rate)) => ControlMsg::RemoteEstimate(rate),
+                None => return,
+            };
+            self.send_control(f, msg);
         }
     }
 
@@ -438,13 +442,12 @@ impl Simulation {
         let now = self.now;
         let flow = &mut self.flows[f as usize];
         let FlowState::Media(m) = &mut flow.state else { return };
-        let interval = m.feedback.interval();
-        let report = m.feedback.on_timer(now);
+        m.receiver.handle_timer(now, ReceiverTimer::Feedback);
         // Keep reporting after the sender stopped, until everything in flight has arrived.
-        if flow.active || m.feedback.has_pending() || now < flow.stop + Duration::from_secs(2) {
-            push_timer(&mut self.events, now + interval, Event::FeedbackTimer(f));
+        if flow.active || m.receiver.has_pending_feedback() || now < flow.stop + Duration::from_secs(2) {
+            if let Some(t) = m.receiver.timer(ReceiverTimer::Feedback) { push_timer(&mut self.events, t, Event::FeedbackTimer(f)); }
         }
-        if let Some(r) = report { self.send_control(f, ControlMsg::Feedback(Box::new(r))); }
+        self.send_receiver_output(f);
     }
 
     fn on_feedback(&mut self, f: u32, report: &FeedbackReport) {
@@ -467,11 +470,10 @@ impl Simulation {
         let flow = &mut self.flows[f as usize];
         if !flow.active { return; }
         let FlowState::Media(m) = &mut flow.state else { return };
-        let Some(e) = m.estimator.as_mut() else { return };
-        let report = e.on_tick(now);
-        let d = e.tick_interval().max(Duration::from_ms(1));
-        push_timer(&mut self.events, now + d, Event::EstimatorTick(f));
-        if let Some(r) = report { self.send_control(f, ControlMsg::RemoteEstimate(r)); }
+        if !m.receiver.has_estimator() { return; }
+        m.receiver.handle_timer(now, ReceiverTimer::Estimator);
+        if let Some(t) = m.receiver.timer(ReceiverTimer::Estimator) { push_timer(&mut self.events, t, Event::EstimatorTick(f)); }
+        self.send_receiver_output(f);
     }
 
     /// Send a receiver-side rate report for media flow `f` now, as a receiver-side estimator
@@ -520,7 +522,7 @@ impl Simulation {
                     s.pacing_kbps.push(mf.sender.pacing_rate().kbps_f64());
                     let w = mf.sender.cwnd();
                     s.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
-                    s.freezes.push(mf.receiver.stats.freeze_count as f64);
+                    s.freezes.push(mf.receiver.video_stats().freeze_count as f64);
                 }
                 FlowState::Tcp(t) => {
                     s.target_kbps.push(f64::NAN);
@@ -541,7 +543,7 @@ impl Simulation {
         for flow in &mut self.flows {
             if let FlowState::Media(m) = &mut flow.state {
                 if flow.active { m.receiver.finish(end); }
-                flow.metrics.video = Some(m.receiver.stats);
+                flow.metrics.video = Some(m.receiver.video_stats());
             }
         }
         if self.record_packets {

@@ -73,6 +73,8 @@ impl Simulation {
                 flow.fwd_delay = flow.fwd_delay - old + delay;
             } else if two_way {
                 flow.ret_delay = flow.ret_delay - old + delay;
+                // The receiver adds it to its estimator's RTT updates.
+                if let FlowState::Media(m) = &mut flow.state { m.receiver.set_return_delay(Some(flow.ret_delay)); }
             }
         }
         for f in told {

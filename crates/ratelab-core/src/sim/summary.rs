@@ -209,7 +209,7 @@ impl Simulation {
         let flows: Vec<FlowRecord> = self.flows.iter().map(|f| FlowRecord {
             info: &f.info,
             metrics: &f.metrics,
-            video: match &f.state { FlowState::Media(mf) => Some(f.metrics.video.unwrap_or(mf.receiver.stats)), FlowState::Tcp(_) => None },
+            video: match &f.state { FlowState::Media(mf) => Some(f.metrics.video.unwrap_or(mf.receiver.video_stats())), FlowState::Tcp(_) => None },
         }).collect();
         // A link's capacity over the run: its first route's schedule, then each route change's.
         let links: Vec<LinkRecord> = self.links.iter().zip(&self.routes.capacities).map(|(l, caps): (&Link, _)| {

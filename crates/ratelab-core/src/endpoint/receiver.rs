@@ -1,0 +1,260 @@
+//! The media receiver: frame reassembly and rendering, transport-wide feedback generation and
+//! its cadence, and every call into a receiver-side estimator, behind a sans-IO surface. The
+//! simulator and live mode's UDP loop both drive this one type, so what a receiver reports —
+//! and when — cannot drift between them.
+
+use crate::controller::{PacketKind, ReceivedPacket, ReceiverEstimator};
+use crate::feedback::generator::{FeedbackGenerator, FeedbackReport, GeneratorMode};
+use crate::media::receiver::{FrameReceiver, VideoStats};
+use crate::units::{Bitrate, Bytes, Duration, Time};
+use std::collections::VecDeque;
+
+/// The receiver's own timers (one simulator event each, as for [`super::SenderTimer`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReceiverTimer {
+    /// The periodic feedback report (TWCC mode only).
+    Feedback,
+    /// The receiver-side estimator's tick (only with an estimator).
+    Estimator,
+}
+
+/// A message the receiver sends back to the sender now.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReceiverTransmit {
+    /// Transport-wide feedback (TWCC or RFC 8888 on the wire).
+    Feedback(FeedbackReport),
+    /// A receiver-side estimate (REMB on the wire).
+    Estimate(Bitrate),
+}
+
+/// The video frame a media packet belongs to (its RTP-level media header).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FramePart {
+    pub frame: u64,
+    /// Packets in the frame.
+    pub count: u16,
+    pub capture: Time,
+    pub keyframe: bool,
+}
+
+/// One received packet, as the driver parsed it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Arrival {
+    /// Transport-wide sequence number (unwrapped).
+    pub seq: u64,
+    /// Size on the wire (headers included).
+    pub size: Bytes,
+    /// The sender's timestamp, when the packet carries one.
+    pub send_time: Option<Time>,
+    pub kind: PacketKind,
+    /// The frame it carries (video only; `None` when the driver does not render it).
+    pub frame: Option<FramePart>,
+}
+
+pub struct MediaReceiver {
+    frames: FrameReceiver,
+    feedback: FeedbackGenerator,
+    estimator: Option<Box<dyn ReceiverEstimator>>,
+    /// Per-packet header bytes: the frame receiver counts payload.
+    header: Bytes,
+    /// Return path delay, when known: an estimator then gets each packet's RTT as its one-way
+    /// delay plus this (a congested return link's queue is not known here).
+    return_delay: Option<Duration>,
+    next_feedback: Option<Time>,
+    next_estimate: Option<Time>,
+    /// When each timer was last armed (a counter): timers due at the same instant run in the
+    /// order they were armed, as the simulator's event queue runs them.
+    armed: [u64; 2],
+    arms: u64,
+    out: VecDeque<ReceiverTransmit>,
+    reports: u64,
+    estimates: u64,
+}
+
+/// A timer this far behind (a stalled wall-clock loop) restarts from now instead of catching up.
+const MAX_TIMER_LAG: Duration = Duration::from_secs(1);
+
+impl MediaReceiver {
+    pub fn new(frames: FrameReceiver, feedback: FeedbackGenerator, estimator: Option<Box<dyn ReceiverEstimator>>, header: Bytes, return_delay: Option<Duration>) -> MediaReceiver {
+        MediaReceiver { frames, feedback, estimator, header, return_delay, next_feedback: None, next_estimate: None, armed: [0; 2], arms: 0, out: VecDeque::new(), reports: 0, estimates: 0 }
+    }
+
+    /// Replace the receiver-side estimator (before [`MediaReceiver::start`]).
+    pub fn set_estimator(&mut self, e: Option<Box<dyn ReceiverEstimator>>) { self.estimator = e; }
+    /// Wrap the receiver-side estimator (a recorder in a test).
+    pub fn map_estimator(&mut self, f: impl FnOnce(Box<dyn ReceiverEstimator>) -> Box<dyn ReceiverEstimator>) {
+        self.estimator = self.estimator.take().map(f);
+    }
+    pub fn has_estimator(&self) -> bool { self.estimator.is_some() }
+    pub fn set_return_delay(&mut self, d: Option<Duration>) { self.return_delay = d; }
+
+    /// The flow starts: the first feedback report (TWCC mode) and estimator tick are due one
+    /// interval from now.
+    pub fn start(&mut self, now: Time) {
+        self.next_feedback = (self.feedback.mode() == GeneratorMode::Twcc).then(|| now + self.feedback_interval());
+        self.arm(ReceiverTimer::Feedback);
+        self.next_estimate = self.estimator.as_ref().map(|e| now + e.tick_interval());
+        self.arm(ReceiverTimer::Estimator);
+    }
+
+    fn arm(&mut self, which: ReceiverTimer) {
+        self.armed[which as usize] = self.arms;
+        self.arms += 1;
+    }
+
+    /// When `which` is next due.
+    #[inline]
+    pub fn timer(&self, which: ReceiverTimer) -> Option<Time> {
+        match which {
+            ReceiverTimer::Feedback => self.next_feedback,
+            ReceiverTimer::Estimator => self.next_estimate,
+        }
+    }
+
+    /// The earliest time anything is due.
+    pub fn poll_timeout(&self) -> Option<Time> { [self.next_feedback, self.next_estimate].into_iter().flatten().min() }
+
+    /// Run every timer due by `now`, each once, earliest first (a wall-clock driver, which may
+    /// be late; a timer still due after that runs on the next call).
+    pub fn handle_timeout(&mut self, now: Time) {
+        let key = |w: ReceiverTimer| self.timer(w).filter(|&t| t <= now).map(|t| (t, self.armed[w as usize]));
+        let (f, e) = (key(ReceiverTimer::Feedback), key(ReceiverTimer::Estimator));
+        let run_f = |r: &mut Self| if let Some((t, _)) = f { r.feedback_timer(t, now) };
+        let run_e = |r: &mut Self| if let Some((t, _)) = e { r.estimator_timer(t, now) };
+        if e.is_some() && (f.is_none() || e < f) { run_e(self); run_f(self); } else { run_f(self); run_e(self); }
+    }
+
+    /// Run one timer that the driver scheduled for exactly `now` (the simulator's events).
+    #[inline]
+    pub fn handle_timer(&mut self, now: Time, which: ReceiverTimer) {
+        match which {
+            ReceiverTimer::Feedback => self.feedback_timer(now, now),
+            ReceiverTimer::Estimator => self.estimator_timer(now, now),
+        }
+    }
+
+    /// A packet arrived at `now`: render what it completes, tell the estimator, and (per-packet
+    /// mode) acknowledge it at once.
+    #[inline]
+    pub fn handle_packet(&mut self, now: Time, a: Arrival) {
+        if let Some(f) = a.frame {
+            self.frames.on_packet(now, f.frame, f.count, f.capture, a.size - self.header, f.keyframe);
+        }
+        if let Some(e) = self.estimator.as_mut() {
+            e.on_packet_received(&ReceivedPacket { seq: a.seq, size: a.size, send_time: a.send_time.unwrap_or(now), recv_time: now, kind: a.kind });
+            if let (Some(ret), Some(s)) = (self.return_delay, a.send_time) { e.on_rtt_update(now, (now - s) + ret); }
+        }
+        if let Some(r) = self.feedback.on_packet(now, a.seq) { self.push_report(r); }
+    }
+
+    /// The sender paused (`true`) or resumed its media on purpose: the gap is not a freeze.
+    pub fn handle_sender_pause(&mut self, paused: bool) {
+        if paused { self.frames.pause() } else { self.frames.resume() }
+    }
+
+    /// Report now whatever arrived since the last report (a driver closing the session).
+    pub fn flush_feedback(&mut self, now: Time) {
+        if let Some(r) = self.feedback.on_timer(now) { self.push_report(r); }
+    }
+
+    /// The stream ended at `at`: close the video statistics (a stall in progress is a freeze).
+    pub fn finish(&mut self, at: Time) { self.frames.finish(at); }
+
+    /// The next message to send back, in order.
+    #[inline]
+    pub fn poll_transmit(&mut self) -> Option<ReceiverTransmit> { self.out.pop_front() }
+
+    pub fn video_stats(&self) -> VideoStats { self.frames.stats }
+    /// Arrivals not yet covered by a feedback report.
+    pub fn has_pending_feedback(&self) -> bool { self.feedback.has_pending() }
+    pub fn feedback_mode(&self) -> GeneratorMode { self.feedback.mode() }
+    /// Feedback reports and estimates generated so far.
+    pub fn reports_generated(&self) -> u64 { self.reports }
+    pub fn estimates_generated(&self) -> u64 { self.estimates }
+
+    /// The report interval, never zero (a zero interval would never let time advance).
+    fn feedback_interval(&self) -> Duration { self.feedback.interval().max(Duration::from_us(1)) }
+
+    fn push_report(&mut self, r: FeedbackReport) {
+        self.reports += 1;
+        self.out.push_back(ReceiverTransmit::Feedback(r));
+    }
+
+    /// The report due at `t`, run at `now`.
+    fn feedback_timer(&mut self, t: Time, now: Time) {
+        if let Some(r) = self.feedback.on_timer(now) { self.push_report(r); }
+        self.next_feedback = Some(next_after(t, now, self.feedback_interval()));
+        self.arm(ReceiverTimer::Feedback);
+    }
+
+    /// The estimator tick due at `t`, run at `now`.
+    fn estimator_timer(&mut self, t: Time, now: Time) {
+        let Some(e) = self.estimator.as_mut() else { self.next_estimate = None; return };
+        let rate = e.on_tick(now);
+        let d = e.tick_interval().max(Duration::from_ms(1));
+        self.next_estimate = Some(next_after(t, now, d));
+        self.arm(ReceiverTimer::Estimator);
+        if let Some(r) = rate {
+            self.estimates += 1;
+            self.out.push_back(ReceiverTransmit::Estimate(r));
+        }
+    }
+}
+
+/// The next deadline of a periodic timer due at `t` and run at `now`: one period on, unless
+/// that is already far in the past.
+fn next_after(t: Time, now: Time, period: Duration) -> Time {
+    let next = t + period;
+    if now - next > MAX_TIMER_LAG { now + period } else { next }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed;
+    impl ReceiverEstimator for Fixed {
+        fn on_packet_received(&mut self, _: &ReceivedPacket) {}
+        fn on_tick(&mut self, _: Time) -> Option<Bitrate> { Some(Bitrate::from_kbps(500)) }
+        fn tick_interval(&self) -> Duration { Duration::from_ms(100) }
+    }
+
+    fn rx(mode: GeneratorMode) -> MediaReceiver {
+        MediaReceiver::new(FrameReceiver::new(), FeedbackGenerator::new(mode, Duration::from_ms(50)), Some(Box::new(Fixed)), Bytes::new(40), None)
+    }
+
+    fn video(seq: u64, frame: u64) -> Arrival {
+        Arrival { seq, size: Bytes::new(1040), send_time: None, kind: PacketKind::Video, frame: Some(FramePart { frame, count: 1, capture: Time::ZERO, keyframe: false }) }
+    }
+
+    #[test]
+    fn twcc_reports_and_estimates_follow_their_timers() {
+        let mut r = rx(GeneratorMode::Twcc);
+        r.start(Time::ZERO);
+        assert_eq!(r.poll_timeout(), Some(Time::from_ms(50)));
+        r.handle_packet(Time::from_ms(10), video(0, 0));
+        assert_eq!(r.poll_transmit(), None);
+        assert_eq!(r.video_stats().frames_rendered, 1);
+        r.handle_timeout(Time::from_ms(50));
+        assert!(matches!(r.poll_transmit(), Some(ReceiverTransmit::Feedback(f)) if f.base_seq == 0 && f.arrivals.len() == 1));
+        // A late wall-clock loop: the report due at 100 ms runs at 120 ms, the next stays at 150.
+        r.handle_timeout(Time::from_ms(120));
+        assert_eq!(r.poll_transmit(), Some(ReceiverTransmit::Estimate(Bitrate::from_kbps(500))));
+        assert_eq!(r.poll_transmit(), None);
+        assert_eq!(r.timer(ReceiverTimer::Feedback), Some(Time::from_ms(150)));
+        assert_eq!(r.timer(ReceiverTimer::Estimator), Some(Time::from_ms(200)));
+        // Far behind: restart from now.
+        r.handle_timeout(Time::from_ms(5_000));
+        assert_eq!(r.timer(ReceiverTimer::Feedback), Some(Time::from_ms(5_050)));
+    }
+
+    #[test]
+    fn per_packet_mode_acknowledges_at_once_and_has_no_report_timer() {
+        let mut r = rx(GeneratorMode::PerPacket);
+        r.start(Time::ZERO);
+        assert_eq!(r.timer(ReceiverTimer::Feedback), None);
+        r.handle_packet(Time::from_ms(10), video(0, 0));
+        assert!(matches!(r.poll_transmit(), Some(ReceiverTransmit::Feedback(_))));
+        assert_eq!(r.reports_generated(), 1);
+    }
+}
