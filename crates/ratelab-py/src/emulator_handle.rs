@@ -33,7 +33,7 @@ pub struct EmulatorHandle {
 
 /// Start relaying `routes_json` (a list of {sender, receiver, direction, data_delay_ms,
 /// return_delay_ms}) on `listen` through the links of `options_json` (EmulatorOptions: link,
-/// reverse_link, duration_s, seed, ...; traces are read here). `record_cap`: most per-datagram
+/// reverse_link, route_changes, duration_s, seed, ...; traces are read here). `record_cap`: most per-datagram
 /// records kept between two `drain_packets()`.
 #[pyfunction]
 #[pyo3(signature = (listen, routes_json, options_json="{}", record_cap=DEFAULT_RECORD_CAP))]
@@ -42,6 +42,7 @@ pub fn emulator_start(py: Python<'_>, listen: &str, routes_json: &str, options_j
     let routes: Vec<RouteConfig> = parse_json(py, "routes", routes_json)?;
     read_trace(py, &mut opts.link)?;
     if let Some(l) = opts.reverse_link.as_mut() { read_trace(py, l)?; }
+    for rc in opts.route_changes.iter_mut() { read_trace(py, &mut rc.link)?; }
     opts.validate().map_err(|e| config_err(py, e))?;
     opts.keep_series = false; // the recorder carries the series
     let routes = opts.routes(&routes).map_err(|e| config_err(py, e))?;
