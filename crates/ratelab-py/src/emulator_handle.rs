@@ -40,9 +40,7 @@ pub struct EmulatorHandle {
 pub fn emulator_start(py: Python<'_>, listen: &str, routes_json: &str, options_json: &str, record_cap: usize) -> PyResult<EmulatorHandle> {
     let mut opts: EmulatorOptions = parse_json(py, "options", options_json)?;
     let routes: Vec<RouteConfig> = parse_json(py, "routes", routes_json)?;
-    read_trace(py, &mut opts.link)?;
-    if let Some(l) = opts.reverse_link.as_mut() { read_trace(py, l)?; }
-    for rc in opts.route_changes.iter_mut() { read_trace(py, &mut rc.link)?; }
+    for link in opts.links_mut() { read_trace(py, link)?; }
     opts.validate().map_err(|e| config_err(py, e))?;
     opts.keep_series = false; // the recorder carries the series
     let routes = opts.routes(&routes).map_err(|e| config_err(py, e))?;

@@ -94,6 +94,12 @@ const EMULATE_FLAGS: &[(&str, &str)] = &[
 ];
 
 impl EmulatorOptions {
+    /// Every link section (`link`, `reverse_link`, each route change's), for front ends that
+    /// read trace files into `trace_content`.
+    pub fn links_mut(&mut self) -> impl Iterator<Item = &mut LinkConfig> {
+        std::iter::once(&mut self.link).chain(self.reverse_link.as_mut()).chain(self.route_changes.iter_mut().map(|r| &mut r.link))
+    }
+
     /// Every number against its declared range (`flags`): the links as a scenario's, the delays
     /// as a flow's one-way delay; errors name `ratelab emulate`'s flag where there is one.
     pub fn validate(&self) -> Result<(), ConfigError> {
