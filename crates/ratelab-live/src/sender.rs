@@ -207,7 +207,9 @@ impl Sender {
         let silence = Duration::from_secs_f64(o.silence_timeout_s);
         let mut incoming = Vec::new();
         // Route changes within the active time, in order (one before the start tells nobody).
-        let mut routes: std::collections::VecDeque<Time> = o.route_changes_s.iter().map(|s| Time::ZERO + Duration::from_secs_f64(*s)).filter(|t| *t >= start && *t < end).collect();
+        let mut routes: Vec<Time> = o.route_changes_s.iter().map(|s| Time::ZERO + Duration::from_secs_f64(*s)).filter(|t| *t >= start && *t < end).collect();
+        routes.sort_unstable();
+        let mut routes = std::collections::VecDeque::from(routes);
 
         loop {
             let now = clock.now();
