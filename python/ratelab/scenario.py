@@ -136,11 +136,16 @@ class Scenario:
             raise from_core(exc, self.source) from None
 
     def _resolve_trace(self) -> None:
-        for key in LINK_SECTIONS:
-            link = self.data.get(key)
+        """Trace paths of every link section (``link``, ``reverse_link``, each route change's
+        ``link``) made absolute, relative ones against the scenario's folder first."""
+        base = self.path.parent if self.path else None
+        sections = [(key, self.data.get(key)) for key in LINK_SECTIONS]
+        changes = self.data.get("route_changes")
+        if isinstance(changes, list):
+            sections += [(f"route_changes[{i}].link", rc.get("link")) for i, rc in enumerate(changes) if isinstance(rc, dict)]
+        for field, link in sections:
             if isinstance(link, dict) and isinstance(link.get("trace"), str):
-                base = self.path.parent if self.path else None
-                link["trace"] = str(resolve_trace(link["trace"], base, self.source, field=f"{key}.trace"))
+                link["trace"] = str(resolve_trace(link["trace"], base, self.source, field=f"{field}.trace"))
 
 
 def builtin_names() -> list[str]:

@@ -80,3 +80,35 @@ def test_bad_routes_and_options_name_the_field(core):
     with pytest.raises(ValueError) as e:
         core.emulator_start("127.0.0.1:0", json.dumps([{"receiver": "127.0.0.1:9"}]), json.dumps({"link": {"capacity_kbps": -5}}))
     assert e.value.field == "--capacity-kbps"
+
+
+def test_handle_switches_the_route_at_its_time(core):
+    # 1 Mbit/s + 10 ms, then from 0.3 s 4 Mbit/s + 100 ms: one datagram before, one after.
+    sender, receiver = udp(), udp()
+    routes = [{"sender": addr(sender), "receiver": addr(receiver)}]
+    opts = {"link": {"capacity_kbps": 1000, "delay_ms": 10},
+            "route_changes": [{"at_s": 0.3, "link": {"capacity_kbps": 4000, "delay_ms": 100}}]}
+    h = core.emulator_start("127.0.0.1:0", json.dumps(routes), json.dumps(opts))
+    try:
+        host, port = h.local_addr().rsplit(":", 1)
+        emu = (host, int(port))
+        sender.sendto(rtp(1, 0, 1172), emu)
+        assert len(recv_all(receiver)) == 1  # waits 0.3 s for more: past the change
+        sender.sendto(rtp(1, 1, 1172), emu)
+        assert len(recv_all(receiver)) == 1
+        p = h.drain_packets()["packets"]
+    finally:
+        h.stop()
+    assert p["arrival_s"][0] < 0.3 < p["arrival_s"][1]
+    delay = [t - a for a, t in zip(p["arrival_s"], p["delivered_s"])]
+    assert delay[0] == pytest.approx(0.0096 + 0.010, abs=2e-6)  # 1200 B at 1 Mbit/s + 10 ms
+    assert delay[1] == pytest.approx(0.0024 + 0.100, abs=2e-6)  # at 4 Mbit/s + 100 ms
+
+
+def test_bad_route_change_names_the_field(core):
+    route = json.dumps([{"receiver": "127.0.0.1:9"}])
+    for rc, field in (({"at_s": 1, "flows": [0], "link": {"capacity_kbps": 500}}, "route_changes[0].flows"),
+                      ({"at_s": 1, "link": {"capacity_kbps": 500, "loss": 2}}, "route_changes[0].link.loss")):
+        with pytest.raises(ValueError) as e:
+            core.emulator_start("127.0.0.1:0", route, json.dumps({"route_changes": [rc]}))
+        assert e.value.field == field

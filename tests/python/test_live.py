@@ -49,6 +49,24 @@ def test_live_rejects_what_it_cannot_run():
         live.link_document(None, None, 0.0, None, None, 0.0)
 
 
+def test_live_run_applies_the_route_changes_of_handover(core, tmp_path):
+    # handover shortened to 4 s: Wi-Fi (10 Mbit/s) -> LTE (2 Mbit/s) at 2 s -> Wi-Fi at 3 s.
+    sc = load_scenario("handover", ["duration_s=4", "route_changes[0].at_s=2", "route_changes[1].at_s=3"])
+    res = live.run_live(sc, ["gcc"], out_dir=tmp_path)
+    run = json.loads(write_summary(res).read_text())["runs"][0]
+    assert run["link"]["capacity_kbps_mean"] == pytest.approx((10000 * 2 + 2000 + 10000) / 4, rel=1e-3)
+    told = json.loads((tmp_path / "gcc" / "live.json").read_text())["flows"][0]["sender"]["route_changes_told_s"]
+    assert len(told) == 2 and 2.0 <= told[0] < 2.1 and 3.0 <= told[1] < 3.1, told
+    series = pq.read_table(tmp_path / "gcc" / "series.parquet").to_pydict()
+    cap = dict(zip(series["t_s"], series["capacity_kbps"]))
+    assert cap[1.5] == 10000 and cap[2.5] == 2000 and cap[3.5] == 10000
+
+
+def test_live_run_bad_route_change_is_one_line(cli):
+    from test_cli import assert_bad_input
+    assert_bad_input(cli("live", "run", "handover", "--set", "route_changes[1].at_s=10"), field="route_changes[1].at_s", words="time order")
+
+
 def test_send_through_emulator_to_receiver(core):
     """Three separate components, as on three hosts: sender → emulator → receiver."""
     results: dict[str, dict] = {}

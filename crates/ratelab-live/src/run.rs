@@ -24,7 +24,8 @@ use ratelab_core::controllers::ExternalFactory;
 use ratelab_core::metrics::{FlowMetrics, PacketLog, ReturnPathCounters, SeriesLog};
 use ratelab_core::network::capacity::CapacitySchedule;
 use ratelab_core::scenario::{FlowKind, Scenario};
-use ratelab_core::sim::build::{activity_windows, capacity_schedule, expand_flows, fair_share, FlowSpec};
+use ratelab_core::scenario::RouteChangeConfig;
+use ratelab_core::sim::build::{activity_windows, capacity_schedule, expand_flows, fair_share_routed, route_change_links, routed_capacities, FlowSpec};
 use ratelab_core::sim::summary::{summarize, FlowRecord, LinkRecord, RunSummary};
 use ratelab_core::{Bytes, ConfigError, Duration, Time};
 use serde::Serialize;
@@ -95,11 +96,6 @@ fn join<T>(h: JoinHandle<T>, what: &str) -> Result<T, ConfigError> {
 
 /// The media flows of `sc` as live mode runs them; TCP flows are the simulator's only.
 fn live_flows(sc: &Scenario, controller: Option<&str>) -> Result<Vec<FlowSpec>, ConfigError> {
-    // The emulator's links are fixed for the run and the senders have no route-change hook yet
-    // (docs/live.md): refuse rather than run a different experiment than the scenario says.
-    if !sc.route_changes.is_empty() {
-        return Err(ConfigError::new("route_changes", "live mode does not apply route changes yet; run the scenario in the simulator (`ratelab run`)"));
-    }
     if let Some(i) = sc.flows.iter().position(|f| f.kind == FlowKind::Tcp) {
         return Err(ConfigError::new(format!("flows[{i}].kind"), "TCP flows run in the simulator only (`ratelab run`); live mode runs media flows"));
     }
@@ -119,6 +115,8 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
     let end = Time::from_secs_f64(sc.duration_s);
     let mut capacities = vec![capacity_schedule(&sc.link).map_err(|e| e.prefixed("link"))?];
     if let Some(l) = &sc.reverse_link { capacities.push(capacity_schedule(l).map_err(|e| e.prefixed("reverse_link"))?); }
+    // Each link's capacity over the run, across its route changes (summary, oracle, series).
+    let capacities = routed_capacities(&capacities, &route_change_links(&sc.route_changes, end)?);
     let windows = activity_windows(&specs);
     let clock = LiveClock::new();
     let inner_stop = StopFlag::new();
@@ -127,7 +125,10 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
     let emu = Emulator::new(
         EmulatorOptions {
             link: sc.link.clone(), reverse_link: sc.reverse_link.clone(), duration_s: 0.0, seed: o.seed, client: None, max_held: 100_000,
-            series_interval_ms: iv_ms, capture: o.capture.clone(), ..Default::default()
+            series_interval_ms: iv_ms, capture: o.capture.clone(),
+            // The emulator switches the links; each flow's own loop tells its sender (below).
+            route_changes: sc.route_changes.iter().map(|rc| RouteChangeConfig { flows: None, ..rc.clone() }).collect(),
+            ..Default::default()
         },
         loopback(), loopback(), clock, inner_stop.clone(),
     ).map_err(|e| ConfigError::new("link", e))?;
@@ -148,10 +149,10 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
             packet_log: sc.metrics.packet_log, count_until_s: Some(end.as_secs_f64()),
             return_delay_ms: Some(s.ret_delay.as_ms_f64()), flow_id: s.info.id as u64, ..Default::default()
         }, loopback(), Some(emu_addr), clock, o.seed, inner_stop.clone(), o.external.clone()).map_err(|e| ConfigError::new("", e))?;
-        let share = fair_share(capacities[s.info.direction.index()].clone(), windows.clone(), s.info.direction);
+        let share = fair_share_routed(capacities[s.info.direction.index()].clone(), windows.clone(), s.info.direction);
         let send = Sender::new_ext(&fc, SenderOptions {
             duration_s: (s.stop - s.start).as_secs_f64(), start_s: s.info.start_s, seed: o.seed, series_interval_ms: iv_ms,
-            packet_log: sc.metrics.packet_log, flow_id: s.info.id as u64, ssrc, ..Default::default()
+            packet_log: sc.metrics.packet_log, flow_id: s.info.id as u64, ssrc, route_changes_s: told_at(sc, s), ..Default::default()
         }, loopback(), emu_addr, clock, Some(share), o.stop.clone(), o.external.clone()).map_err(|e| ConfigError::new(field, e))?;
         let (Some(ra), Some(sa)) = (recv.local_addr(), send.local_addr()) else { return Err(ConfigError::new("", "a live socket has no address")) };
         routes.push(Route { sender: Some(sa), receiver: ra, direction: s.info.direction, data_delay: s.fwd_delay, return_delay: s.ret_delay });
@@ -204,7 +205,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         metrics.push(m);
     }
     let records: Vec<FlowRecord> = specs.iter().zip(&metrics).map(|(s, m)| FlowRecord { info: &s.info, metrics: m, video: Some(m.video.unwrap_or_default()) }).collect();
-    let links: Vec<LinkRecord> = (0..capacities.len()).map(|d| LinkRecord { capacity: &capacities[d], route_changes: &[], stats: eres.link_stats[d] }).collect();
+    let links: Vec<LinkRecord> = (0..capacities.len()).map(|d| LinkRecord { capacity: &capacities[d][0].1, route_changes: &capacities[d][1..], stats: eres.link_stats[d] }).collect();
     let events = sres.iter().map(|r| r.stats.packets_sent).sum::<u64>() + rres.iter().map(|r| r.stats.feedback_packets).sum::<u64>();
     let mut summary = summarize(end, events, &links, &records);
     // Queuing delay: the emulator's ground truth per flow (the receiver alone can only estimate it).
@@ -227,7 +228,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
 /// One row per flow per sender sample (the flow's active time), joined on the time grid with
 /// its receiver's and its data link's samples; rows in time order, flows by id within a time,
 /// as the simulator writes them.
-fn join_series(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResult], es: &crate::emulator::EmulatorSeries, capacities: &[CapacitySchedule], iv_ms: f64, end: Time) -> SeriesLog {
+fn join_series(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResult], es: &crate::emulator::EmulatorSeries, capacities: &[Vec<(Time, CapacitySchedule)>], iv_ms: f64, end: Time) -> SeriesLog {
     let iv = Duration::from_ms_f64(iv_ms.max(1.0));
     let ei: HashMap<u64, usize> = es.k.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let mut rows: Vec<(u64, usize, usize)> = Vec::new(); // (k, flow, sender row)
@@ -253,13 +254,27 @@ fn join_series(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResult
         series.owd_ms.push(r.map_or(f64::NAN, |j| rs.owd_ms[j]));
         let e = ei.get(&k).copied();
         // Without an emulator sample at this time, the link's schedule (what the emulator applies).
-        series.capacity_kbps.push(e.map_or_else(|| capacities.get(d).map_or(f64::NAN, |c| c.rate_at(t).kbps_f64()), |j| es.capacity_kbps[d][j]));
+        series.capacity_kbps.push(e.map_or_else(|| capacities.get(d).map_or(f64::NAN, |c| routed_rate(c, t)), |j| es.capacity_kbps[d][j]));
         series.queue_ms.push(e.map_or(f64::NAN, |j| es.queue_ms[d][j]));
         // Not sampled per interval in live mode (the summary has the totals).
         series.lost_packets.push(f64::NAN);
         series.freezes.push(f64::NAN);
     }
     series
+}
+
+/// The rate at `t` of a link whose capacity is `(from, schedule)` segments in time order.
+fn routed_rate(caps: &[(Time, CapacitySchedule)], t: Time) -> f64 {
+    caps.iter().rev().find(|(from, _)| *from <= t).or(caps.first()).map_or(f64::NAN, |(_, c)| c.rate_at(t).kbps_f64())
+}
+
+/// When flow `s`'s sender is told of a route change (clock times, s): the changes that name it
+/// in `flows`, or without `flows`, those of the link its data crosses (the simulator's rule).
+fn told_at(sc: &Scenario, s: &FlowSpec) -> Vec<f64> {
+    sc.route_changes.iter().filter(|rc| match &rc.flows {
+        Some(ids) => ids.contains(&s.info.id),
+        None => rc.direction == s.info.direction,
+    }).map(|rc| rc.at_s).collect()
 }
 
 /// Every packet sent, with its arrival if it arrived, in send order.
@@ -281,13 +296,23 @@ fn join_packets(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResul
 mod tests {
     use super::*;
 
+    /// Who is told of a route change: the flows it names, or by default those whose data
+    /// crosses the changed link; `flows = []` tells nobody.
     #[test]
-    fn route_changes_are_refused_with_one_line_naming_the_field() {
-        let v = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000}, "flows": [{"kind": "media"}],
-                                   "route_changes": [{"at_s": 2, "link": {"capacity_kbps": 500}}]});
+    fn route_changes_tell_the_flows_the_simulator_tells() {
+        let v = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000}, "reverse_link": {"capacity_kbps": 1000},
+                                   "flows": [{"kind": "media", "count": 2}, {"kind": "media", "direction": "reverse"}],
+                                   "route_changes": [{"at_s": 1, "link": {"capacity_kbps": 500}}, {"at_s": 2, "flows": [1], "link": {"capacity_kbps": 700}},
+                                                     {"at_s": 3, "direction": "reverse", "link": {"capacity_kbps": 300}}, {"at_s": 4, "flows": [], "link": {"capacity_kbps": 900}}]});
         let sc = Scenario::from_json(&v.to_string()).unwrap();
-        let e = live_flows(&sc, None).unwrap_err();
-        assert_eq!(e.field, "route_changes");
-        assert!(!e.to_string().contains('\n'));
+        let specs = live_flows(&sc, None).unwrap();
+        let told: Vec<Vec<f64>> = specs.iter().map(|s| told_at(&sc, s)).collect();
+        assert_eq!(told, vec![vec![1.0], vec![1.0, 2.0], vec![3.0]]);
+    }
+
+    #[test]
+    fn the_capacity_series_follows_the_route_changes() {
+        let caps = vec![(Time::ZERO, CapacitySchedule::constant(ratelab_core::Bitrate::from_kbps(1000))), (Time::from_ms(2000), CapacitySchedule::constant(ratelab_core::Bitrate::from_kbps(300)))];
+        assert_eq!((routed_rate(&caps, Time::from_ms(1999)), routed_rate(&caps, Time::from_ms(2000))), (1000.0, 300.0));
     }
 }

@@ -50,11 +50,16 @@ pub struct SenderOptions {
     /// The flow's id in its scenario (`live run`): selects the encoder's and the controller's
     /// random streams as the simulator does for that flow.
     pub flow_id: u64,
+    /// Clock times (s, in order) at which the route changes under the flow (`live run`: the
+    /// scenario's `route_changes` that tell this flow): the loop calls
+    /// `MediaSender::handle_route_change` at each one within its active time, as the simulator
+    /// does (`sim/route.rs`; a flow not yet started or already stopped is not told).
+    pub route_changes_s: Vec<f64>,
 }
 
 impl Default for SenderOptions {
     fn default() -> Self {
-        SenderOptions { duration_s: 60.0, start_s: 0.0, ssrc: 0x5241_544C, tw_ext_id: 5, seed: 1, series_interval_ms: 25.0, silence_timeout_s: 10.0, in_flight_timeout_s: 2.0, packet_log: true, flow_id: 0 }
+        SenderOptions { duration_s: 60.0, start_s: 0.0, ssrc: 0x5241_544C, tw_ext_id: 5, seed: 1, series_interval_ms: 25.0, silence_timeout_s: 10.0, in_flight_timeout_s: 2.0, packet_log: true, flow_id: 0, route_changes_s: Vec::new() }
     }
 }
 
@@ -71,6 +76,7 @@ impl SenderOptions {
         flags::check("in_flight_timeout_s", &flags::SECONDS, self.in_flight_timeout_s)?;
         flags::check("start_s", flags::scenario("flows[0].start_s"), self.start_s)?;
         flags::check("series_interval_ms", flags::scenario("metrics.series_interval_ms"), self.series_interval_ms)?;
+        for (i, t) in self.route_changes_s.iter().enumerate() { flags::check(&format!("route_changes[{i}].at_s"), flags::scenario("route_changes[0].at_s"), *t)?; }
         flags::check_part("flows[0]", flow, SEND_FLAGS)
     }
 }
@@ -104,6 +110,8 @@ pub struct SenderStats {
     pub cpu_us: i64,
     pub cpu_us_per_packet: f64,
     pub active_s: f64,
+    /// Route changes the controller was told of (`on_route_change`), at these clock times (s).
+    pub route_changes_told_s: Vec<f64>,
 }
 
 /// Sender-side time series, on the grid `k × interval`.
@@ -198,6 +206,10 @@ impl Sender {
         let mut pacer_deadline: Option<Time> = None;
         let silence = Duration::from_secs_f64(o.silence_timeout_s);
         let mut incoming = Vec::new();
+        // Route changes within the active time, in order (one before the start tells nobody).
+        let mut routes: Vec<Time> = o.route_changes_s.iter().map(|s| Time::ZERO + Duration::from_secs_f64(*s)).filter(|t| *t >= start && *t < end).collect();
+        routes.sort_unstable();
+        let mut routes = std::collections::VecDeque::from(routes);
 
         loop {
             let now = clock.now();
@@ -235,6 +247,12 @@ impl Sender {
             }
             let now = clock.now();
             if !incoming.is_empty() { last_feedback = now; }
+            // The route changed under the flow: told before this turn's feedback and timers.
+            while routes.front().is_some_and(|t| *t <= now) {
+                routes.pop_front();
+                snd.handle_route_change(now);
+                stats.route_changes_told_s.push(now.as_secs_f64());
+            }
             stats.feedback_packets += incoming.iter().filter(|i| matches!(i, Incoming::Feedback(..))).count() as u64;
             // 2. The endpoint: feedback, then whatever is due; its packets onto the socket.
             let (peer, sock, clock) = (self.peer, &self.sock, clock);
@@ -278,6 +296,7 @@ impl Sender {
             let now = clock.now();
             let mut deadline = end.min(next_series).min(last_feedback + silence + Duration::from_ms(1));
             if let Some(t) = snd.poll_timeout() { deadline = deadline.min(t); }
+            if let Some(t) = routes.front() { deadline = deadline.min(*t); }
             pacer_deadline = snd.timer(SenderTimer::Pacer).filter(|&t| t > now && t <= deadline);
             if deadline > now { net::wait_readable(&self.sock, (deadline - now).min(Duration::from_ms(100))); }
         }

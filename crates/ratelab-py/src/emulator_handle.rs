@@ -33,15 +33,14 @@ pub struct EmulatorHandle {
 
 /// Start relaying `routes_json` (a list of {sender, receiver, direction, data_delay_ms,
 /// return_delay_ms}) on `listen` through the links of `options_json` (EmulatorOptions: link,
-/// reverse_link, duration_s, seed, ...; traces are read here). `record_cap`: most per-datagram
+/// reverse_link, route_changes, duration_s, seed, ...; traces are read here). `record_cap`: most per-datagram
 /// records kept between two `drain_packets()`.
 #[pyfunction]
 #[pyo3(signature = (listen, routes_json, options_json="{}", record_cap=DEFAULT_RECORD_CAP))]
 pub fn emulator_start(py: Python<'_>, listen: &str, routes_json: &str, options_json: &str, record_cap: usize) -> PyResult<EmulatorHandle> {
     let mut opts: EmulatorOptions = parse_json(py, "options", options_json)?;
     let routes: Vec<RouteConfig> = parse_json(py, "routes", routes_json)?;
-    read_trace(py, &mut opts.link)?;
-    if let Some(l) = opts.reverse_link.as_mut() { read_trace(py, l)?; }
+    for link in opts.links_mut() { read_trace(py, link)?; }
     opts.validate().map_err(|e| config_err(py, e))?;
     opts.keep_series = false; // the recorder carries the series
     let routes = opts.routes(&routes).map_err(|e| config_err(py, e))?;

@@ -139,8 +139,7 @@ pub fn live_recv(py: Python<'_>, listen: &str, flow_json: &str, options_json: &s
 #[pyo3(signature = (listen, forward, options_json="{}"))]
 pub fn emulate(py: Python<'_>, listen: &str, forward: &str, options_json: &str) -> PyResult<PyObject> {
     let mut opts: EmulatorOptions = parse_json(py, "options", options_json)?;
-    read_trace(py, &mut opts.link)?;
-    if let Some(l) = opts.reverse_link.as_mut() { read_trace(py, l)?; }
+    for link in opts.links_mut() { read_trace(py, link)?; }
     opts.validate().map_err(|e| config_err(py, e))?;
     opts.keep_series = false; // unused here; memory stays flat however long it relays
     let (listen, forward) = (addr(listen)?, addr(forward)?);

@@ -20,7 +20,7 @@ use crate::network::link::{Link, QueueLimit};
 use crate::network::loss::LossModel;
 use crate::network::trace::{detect_format, parse_mahimahi, parse_trace, Trace, TraceError, TraceFormat};
 use crate::metrics::ReturnPathCounters;
-use crate::scenario::{Direction, FeedbackMode, FlowConfig, FlowKind, LinkConfig, Scenario};
+use crate::scenario::{Direction, FeedbackMode, FlowConfig, FlowKind, LinkConfig, QueuedOnRouteChange, RouteChangeConfig, Scenario};
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -103,6 +103,43 @@ pub fn build_link(link: &LinkConfig, capacity: CapacitySchedule, end: Time) -> R
     Ok(l)
 }
 
+/// One route change's new route, built as the simulator applies it (sim/route.rs): from `at`
+/// on, the link of `dir` is `link` ([`Link::reroute`] starts its steps and trace at `at`).
+pub struct RouteLink {
+    pub at: Time,
+    pub dir: Direction,
+    /// The new link's capacity from `at` on (times shifted by `at`), for summaries and the oracle.
+    pub capacity: CapacitySchedule,
+    pub link: Link,
+    /// The new link's own one-way delay (`delay_ms`): the path delays change by new − old.
+    pub delay: Duration,
+    /// `queued = "carry"`: the old queue waits for the new route; else it is lost.
+    pub carry: bool,
+}
+
+/// The new routes of a scenario's `route_changes`, in order; errors name
+/// `route_changes[i].link.<field>`. The simulator and the live emulator both build them here.
+pub fn route_change_links(changes: &[RouteChangeConfig], end: Time) -> Result<Vec<RouteLink>, ConfigError> {
+    changes.iter().enumerate().map(|(i, rc)| {
+        let section = format!("route_changes[{i}].link");
+        let cap = capacity_schedule(&rc.link).map_err(|e| e.prefixed(&section))?;
+        let at = Time::from_secs_f64(rc.at_s);
+        let capacity = cap.clone().starting_at(at);
+        let link = build_link(&rc.link, cap, end).map_err(|e| e.prefixed(&section))?;
+        Ok(RouteLink { at, dir: rc.direction, capacity, link, delay: Duration::from_ms_f64(rc.link.delay_ms), carry: rc.queued == QueuedOnRouteChange::Carry })
+    }).collect()
+}
+
+/// Each direction's capacity over the run, `(from, schedule)` in time order: the scenario's
+/// (`capacities`, by direction) from 0, then each route change's from its time.
+pub fn routed_capacities(capacities: &[CapacitySchedule], changes: &[RouteLink]) -> Vec<Vec<(Time, CapacitySchedule)>> {
+    let mut out: Vec<Vec<(Time, CapacitySchedule)>> = capacities.iter().map(|c| vec![(Time::ZERO, c.clone())]).collect();
+    for rl in changes {
+        if let Some(v) = out.get_mut(rl.dir.index()) { v.push((rl.at, rl.capacity.clone())); }
+    }
+    out
+}
+
 /// A media flow's sender and receiver state from its configuration (`field`: the flow's path
 /// in the scenario, for errors; `id`: the flow's index, for its random streams). Used by the
 /// simulator and by the live driver.
@@ -175,17 +212,12 @@ pub fn build_simulation_ext(sc: &Scenario, seed: u64, controller_override: Optio
     for (section, l) in &link_cfgs { capacities.push(capacity_schedule(l).map_err(|e| e.prefixed(section))?); }
 
     // Each direction's capacity over the run: the scenario's, then each route change's.
-    let mut routed_capacities: Vec<Vec<(Time, CapacitySchedule)>> = capacities.iter().map(|c| vec![(Time::ZERO, c.clone())]).collect();
+    let route_links = route_change_links(&sc.route_changes, end)?;
+    let routed_capacities = routed_capacities(&capacities, &route_links);
     let mut routes = super::route::Routes::new(sc);
-    for (i, rc) in sc.route_changes.iter().enumerate() {
-        let section = format!("route_changes[{i}].link");
-        let cap = capacity_schedule(&rc.link).map_err(|e| e.prefixed(&section))?;
-        let at = Time::from_secs_f64(rc.at_s);
-        routed_capacities[rc.direction.index()].push((at, cap.clone().starting_at(at)));
-        let link = build_link(&rc.link, cap, end).map_err(|e| e.prefixed(&section))?;
+    for (rl, rc) in route_links.into_iter().zip(&sc.route_changes) {
         routes.changes.push(super::route::RouteChange {
-            at, dir: rc.direction, link: Some(link), delay: Duration::from_ms_f64(rc.link.delay_ms),
-            told: rc.flows.clone().unwrap_or_default(), carry: super::route::carries(rc.queued),
+            at: rl.at, dir: rl.dir, link: Some(rl.link), delay: rl.delay, told: rc.flows.clone().unwrap_or_default(), carry: rl.carry,
         });
     }
 

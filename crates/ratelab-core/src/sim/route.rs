@@ -12,7 +12,7 @@
 use super::{Event, FlowState, Simulation};
 use crate::network::capacity::CapacitySchedule;
 use crate::network::link::Link;
-use crate::scenario::{Direction, QueuedOnRouteChange, Scenario};
+use crate::scenario::{Direction, Scenario};
 use crate::units::{Duration, Time};
 
 /// One route change, its link built ahead of time (errors surface when the run is built).
@@ -89,6 +89,3 @@ impl Simulation {
         self.flows.iter().filter(|f| f.dir() == dir && matches!(f.state, FlowState::Media(_))).map(|f| f.info.id).collect()
     }
 }
-
-/// Whether a route change keeps the old queue.
-pub(super) fn carries(q: QueuedOnRouteChange) -> bool { q == QueuedOnRouteChange::Carry }

@@ -19,6 +19,7 @@
 //! does no allocation or I/O beyond the datagram itself on the delivery path.
 
 mod record;
+mod route;
 mod stats;
 
 pub use record::{rtp_ids, Fate, LinkColumns, PacketColumns, Recorder};
@@ -33,9 +34,10 @@ use ratelab_core::network::capacity::CapacitySchedule;
 use ratelab_core::network::link::{DropReason, Enqueued, Link, QueueLimit};
 use ratelab_core::network::loss::LossModel;
 use ratelab_core::network::packet::{Packet, Payload};
-use ratelab_core::scenario::{validate_link, Direction, LinkConfig};
+use ratelab_core::scenario::{validate_link, Direction, LinkConfig, RouteChangeConfig};
 use ratelab_core::sim::build::{build_link, capacity_schedule, derive_seed};
 use ratelab_core::sim::events::EventQueue;
+use ratelab_core::sim::summary::LinkRecord;
 use ratelab_core::{Bitrate, Bytes, ConfigError, Duration, Time};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -71,6 +73,9 @@ pub struct EmulatorOptions {
     /// Keep the link series in the result (`live run` joins it); off, memory stays flat however
     /// long the run (a [`Recorder`] still gets it).
     pub keep_series: bool,
+    /// Route changes (the scenario's `[[route_changes]]`, without `flows`): see `route.rs`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub route_changes: Vec<RouteChangeConfig>,
 }
 
 impl Default for EmulatorOptions {
@@ -78,7 +83,7 @@ impl Default for EmulatorOptions {
         EmulatorOptions {
             link: LinkConfig { capacity_kbps: Some(1000.0), trace_format: "auto".into(), trace_scale: 1.0, trace_loop: true, mahimahi_bin_ms: 100.0, ..Default::default() },
             forward_delay_ms: 0.0, reverse_delay_ms: 0.0, reverse_link: None, duration_s: 0.0, seed: 1, client: None, max_held: 100_000, series_interval_ms: 25.0, capture: None,
-            realtime: true, spin_us: 0.0, keep_series: true,
+            realtime: true, spin_us: 0.0, keep_series: true, route_changes: Vec::new(),
         }
     }
 }
@@ -89,6 +94,12 @@ const EMULATE_FLAGS: &[(&str, &str)] = &[
 ];
 
 impl EmulatorOptions {
+    /// Every link section (`link`, `reverse_link`, each route change's), for front ends that
+    /// read trace files into `trace_content`.
+    pub fn links_mut(&mut self) -> impl Iterator<Item = &mut LinkConfig> {
+        std::iter::once(&mut self.link).chain(self.reverse_link.as_mut()).chain(self.route_changes.iter_mut().map(|r| &mut r.link))
+    }
+
     /// Every number against its declared range (`flags`): the links as a scenario's, the delays
     /// as a flow's one-way delay; errors name `ratelab emulate`'s flag where there is one.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -100,6 +111,7 @@ impl EmulatorOptions {
         flags::check("--duration", &flags::SECONDS_OR_ZERO, self.duration_s)?;
         flags::check("max_held", &flags::MAX_HELD, self.max_held as f64)?;
         flags::check("spin_us", &flags::SPIN_US, self.spin_us)?;
+        route::validate(&self.route_changes, self.reverse_link.is_some())?;
         flags::check("series_interval_ms", flags::scenario("metrics.series_interval_ms"), self.series_interval_ms)
     }
 }
@@ -187,7 +199,7 @@ impl RouteState {
 struct Held { bytes: Vec<u8>, arrived: Time, route: usize, link: usize, queue: Duration }
 
 #[derive(Debug)]
-enum Ev { LinkDone(usize), Deliver(u64) }
+enum Ev { LinkDone(usize), Deliver(u64), Route(usize) }
 
 /// Check one link section (`link` or `reverse_link`) and build its bottleneck; errors name
 /// `section.<field>`.
@@ -207,6 +219,7 @@ pub struct Emulator {
     opts: EmulatorOptions,
     stop: StopFlag,
     recorder: Option<Recorder>,
+    routing: route::Routing,
 }
 
 impl Emulator {
@@ -228,9 +241,12 @@ impl Emulator {
             data_delay: Duration::from_ms_f64(opts.link.delay_ms + opts.forward_delay_ms),
             return_delay: Duration::from_ms_f64(opts.reverse_delay_ms + opts.reverse_link.as_ref().map_or(0.0, |l| l.delay_ms)),
         };
+        let changes = route::build(&opts.route_changes, end)?;
+        let link_delay = [Duration::from_ms_f64(opts.link.delay_ms), Duration::from_ms_f64(opts.reverse_link.as_ref().map_or(0.0, |l| l.delay_ms))];
+        let routing = route::Routing::new(changes, link_delay, [fwd.capacity().clone(), rev.capacity().clone()]);
         let sock = net::bind(listen).map_err(|e| format!("cannot bind {listen}: {e}"))?;
         let links = [fwd, rev].map(|link| Bottleneck { link, acc: Acc::new(), last_queue_delay: Duration::ZERO });
-        Ok(Emulator { sock, clock, links, routes: Vec::new(), table: HashMap::new(), opts, stop, recorder: None }.with_routes(vec![route]))
+        Ok(Emulator { sock, clock, links, routes: Vec::new(), table: HashMap::new(), opts, stop, recorder: None, routing }.with_routes(vec![route]))
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> { self.sock.local_addr().ok() }
@@ -268,6 +284,7 @@ impl Emulator {
         let clock = self.clock;
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(self.opts.seed, 1));
         let mut events: EventQueue<Ev> = EventQueue::default();
+        self.schedule_route_changes(&mut events);
         let mut held: HashMap<u64, Held> = HashMap::new();
         let mut next_id = 0u64;
         let mut foreign = 0u64;
@@ -306,33 +323,9 @@ impl Emulator {
                 let Some((ri, leg)) = self.classify(src) else { foreign += 1; continue };
                 // A receiver talking before its sender is known has nobody to reach.
                 if leg == 1 && self.routes[ri].route.sender.is_none() { foreign += 1; continue; }
-                let dir = self.routes[ri].route.direction;
-                let d = if leg == 0 { dir.index() } else { dir.other().index() };
-                let size = n as i64 + IP_UDP_OVERHEAD;
-                self.links[d].acc.arrived(size);
-                self.routes[ri].legs[leg].arrived(size);
-                if held.len() >= self.opts.max_held {
-                    self.links[d].acc.stats.overflow_drops += 1;
-                    self.routes[ri].legs[leg].stats.overflow_drops += 1;
-                    if let (Some(r), 0) = (&self.recorder, leg) { r.packet(ri, ta.as_secs_f64(), size, f64::NAN, f64::NAN, Fate::Overflow, &buf[..n]); }
-                    continue;
-                }
                 let id = next_id;
                 next_id += 1;
-                let pkt = Packet { flow: ri as u32, seq: id, size: Bytes::new(size), send_time: ta, enqueue_time: ta, tx_start: ta, probe_cluster: None, payload: Payload::Padding };
-                match self.links[d].link.enqueue(ta, pkt, &mut rng) {
-                    Enqueued::Accepted(start) => {
-                        held.insert(id, Held { bytes: buf[..n].to_vec(), arrived: ta, route: ri, link: d, queue: Duration::ZERO });
-                        if let Some(e) = start { events.push(e, Ev::LinkDone(d)); }
-                    }
-                    Enqueued::Dropped(reason, _) => {
-                        let random = reason == DropReason::Random;
-                        self.routes[ri].legs[leg].dropped(random);
-                        if let (Some(r), 0) = (&self.recorder, leg) {
-                            r.packet(ri, ta.as_secs_f64(), size, f64::NAN, f64::NAN, if random { Fate::Random } else { Fate::Queue }, &buf[..n]);
-                        }
-                    }
-                }
+                self.admit(ri, leg, id, &buf[..n], ta, &mut events, &mut held, &mut rng);
             }
             // Series (per link).
             let now = clock.now();
@@ -365,7 +358,8 @@ impl Emulator {
             Some(Err(e)) => { capture_error = Some(e.to_string()); 0 }
             None => 0,
         };
-        let capacity_kbps_mean = self.links[0].link.capacity().mean_over(t0, stats_end.max(t0 + Duration::from_ms(1))).kbps_f64();
+        let forward = LinkRecord { capacity: &self.routing.capacities[0][0].1, route_changes: &self.routing.capacities[0][1..], stats: self.links[0].link.stats };
+        let capacity_kbps_mean = forward.mean_capacity(t0, stats_end.max(t0 + Duration::from_ms(1))).kbps_f64();
         let first = self.routes.first().map(|r| r.route.clone());
         let routes = self.routes.into_iter().map(|r| {
             let [data, feedback] = r.legs;
@@ -395,14 +389,48 @@ impl Emulator {
         EmulatorResult { stats, series, link_stats }
     }
 
+    /// A datagram of route `ri`'s leg `leg` (0: data, 1: feedback) arrives at `ta`: it enters
+    /// the link it crosses, or is dropped (held-datagram limit, loss, full queue).
+    #[allow(clippy::too_many_arguments)]
+    fn admit(&mut self, ri: usize, leg: usize, id: u64, bytes: &[u8], ta: Time, events: &mut EventQueue<Ev>, held: &mut HashMap<u64, Held>, rng: &mut ChaCha8Rng) {
+        let dir = self.routes[ri].route.direction;
+        let d = if leg == 0 { dir.index() } else { dir.other().index() };
+        let size = bytes.len() as i64 + IP_UDP_OVERHEAD;
+        self.links[d].acc.arrived(size);
+        self.routes[ri].legs[leg].arrived(size);
+        if held.len() >= self.opts.max_held {
+            self.links[d].acc.stats.overflow_drops += 1;
+            self.routes[ri].legs[leg].stats.overflow_drops += 1;
+            if let (Some(r), 0) = (&self.recorder, leg) { r.packet(ri, ta.as_secs_f64(), size, f64::NAN, f64::NAN, Fate::Overflow, bytes); }
+            return;
+        }
+        let pkt = Packet { flow: ri as u32, seq: id, size: Bytes::new(size), send_time: ta, enqueue_time: ta, tx_start: ta, probe_cluster: None, payload: Payload::Padding };
+        match self.links[d].link.enqueue(ta, pkt, rng) {
+            Enqueued::Accepted(start) => {
+                held.insert(id, Held { bytes: bytes.to_vec(), arrived: ta, route: ri, link: d, queue: Duration::ZERO });
+                if let Some(e) = start { events.push(e, Ev::LinkDone(d)); }
+            }
+            Enqueued::Dropped(reason, _) => {
+                let random = reason == DropReason::Random;
+                self.routes[ri].legs[leg].dropped(random);
+                if let (Some(r), 0) = (&self.recorder, leg) {
+                    r.packet(ri, ta.as_secs_f64(), size, f64::NAN, f64::NAN, if random { Fate::Random } else { Fate::Queue }, bytes);
+                }
+            }
+        }
+    }
+
     /// Run the link model up to `limit` (event times), writing deliveries that are due.
     fn process(&mut self, events: &mut EventQueue<Ev>, held: &mut HashMap<u64, Held>, rng: &mut ChaCha8Rng, limit: Time) {
         while let Some(t) = events.peek_time() {
             if t > limit { break; }
             let Some((t, ev)) = events.pop() else { break };
             match ev {
+                Ev::Route(i) => self.on_route_change(i, t, held),
                 Ev::LinkDone(d) => {
                     let b = &mut self.links[d];
+                    // A route change may have dropped the datagram this event was for.
+                    if b.link.service_end() != Some(t) { continue; }
                     let Some((pkt, next)) = b.link.complete(t) else { continue };
                     if let Some(e) = next { events.push(e, Ev::LinkDone(d)); }
                     let q = pkt.tx_start - pkt.enqueue_time;
