@@ -24,7 +24,7 @@ from ratelab.browser import chromium, emulator, metrics
 from ratelab.browser.call import BypassError, check_through, host_candidate
 from ratelab.browser.run import expand_flows
 from ratelab.errors import InputError
-from ratelab.scenario import Scenario
+from ratelab.scenario import Scenario, load_scenario
 
 SIM_SERIES = ("t_s", "flow", "target_kbps", "encoder_kbps", "pacing_kbps", "send_kbps", "recv_kbps", "owd_ms",
               "capacity_kbps", "queue_ms", "cwnd_bytes", "lost_packets", "freezes")
@@ -101,6 +101,12 @@ def test_host_candidate_prefers_ipv4_udp_loopback_first():
     assert host_candidate(c[:2], "sender")["port"] == 2
     with pytest.raises(InputError, match="no IPv4 UDP host candidate"):
         host_candidate(c[:1], "sender")
+
+
+def test_route_changes_are_refused_for_a_browser_call_not_dropped():
+    sc = load_scenario("handover")
+    with pytest.raises(InputError, match="route_changes"):
+        expand_flows(sc, "chromium")
 
 
 def test_expand_flows_like_the_simulator():

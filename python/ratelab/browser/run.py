@@ -97,6 +97,11 @@ def expand_flows(sc: Scenario, controller: str) -> list[dict[str, Any]]:
     """The media flows as the simulator expands them (sim/build.rs ``expand_flows``): ``count``,
     labels, activity windows, data and return delays (link delay + the flow's)."""
     data = sc.data
+    if data.get("route_changes"):
+        # The emulator could switch the link, but Chromium would not be told of a new route (that
+        # takes an ICE restart), so the call would not be the scenario's handover: refuse it.
+        raise InputError(sc.source, "route_changes", "a browser call does not apply route changes yet; "
+                         "run this scenario with simulated or live controllers")
     links = [data.get("link") or {}] + ([data["reverse_link"]] if data.get("reverse_link") else [])
     delays = [float(l.get("delay_ms", 0.0) or 0.0) for l in links]
     two_way, end, out = len(links) == 2, sc.duration_s, []
