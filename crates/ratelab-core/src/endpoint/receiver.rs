@@ -182,7 +182,7 @@ impl MediaReceiver {
 
     /// The report due at `t`, run at `now`.
     fn feedback_timer(&mut self, t: Time, now: Time) {
-        if let Some(r) = self.feedback.on_timer(now) { self.push_report(r); }
+        self.flush_feedback(now);
         self.next_feedback = Some(next_after(t, now, self.feedback_interval()));
         self.arm(ReceiverTimer::Feedback);
     }
