@@ -7,12 +7,23 @@ from __future__ import annotations
 import heapq
 import json
 import socket
+import struct
 import threading
 import time
 
 import numpy as np
 
-from ratelab.browser.emulator import rtp_fields
+
+
+def rtp_fields(payload: bytes) -> tuple[int, int, int]:
+    """(ssrc, seq, payload type) of an RTP packet, (-1, -1, -1) for anything else: STUN (first
+    byte 0-3), DTLS (20-63), RTCP (payload type 192-223 with the marker bit, RFC 5761)."""
+    if len(payload) < 12 or payload[0] >> 6 != 2:
+        return -1, -1, -1
+    pt = payload[1] & 0x7F
+    if 64 <= pt <= 95:
+        return -1, -1, -1
+    return struct.unpack_from("!I", payload, 8)[0], struct.unpack_from("!H", payload, 2)[0], pt
 
 
 def _addr(text: str) -> tuple[str, int]:

@@ -8,7 +8,6 @@ import json
 import math
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -123,34 +122,15 @@ def test_expand_flows_like_the_simulator():
         expand_flows(Scenario({"name": "t", "flows": [{"kind": "tcp"}]}, source="t.toml"), "chromium")
 
 
-def test_rtp_fields():
+def test_fake_emulator_reads_rtp_fields():
+    """The test stand-in tells RTP from RTCP, STUN and DTLS as the native emulator does."""
+    from fake_emulator import rtp_fields
     rtp = bytes([0x80, 0x60]) + struct.pack("!HII", 513, 0, 0xDEADBEEF)
-    assert emulator.rtp_fields(rtp) == (0xDEADBEEF, 513, 0x60)
+    assert rtp_fields(rtp) == (0xDEADBEEF, 513, 0x60)
     rtcp_sr = bytes([0x80, 200]) + bytes(10)
     stun = bytes([0x00, 0x01]) + bytes(18)
     dtls = bytes([22, 0xFE, 0xFD]) + bytes(10)
-    assert emulator.rtp_fields(rtcp_sr) == emulator.rtp_fields(stun) == emulator.rtp_fields(dtls) == (-1, -1, -1)
-
-
-def test_read_pcap_assigns_routes_and_sizes(tmp_path):
-    """A capture written as pcap.rs writes it (LINKTYPE_IPV4, µs, little-endian)."""
-    def rec(t, src, dst, payload):
-        ip = bytearray(20)
-        ip[0] = 0x45
-        ip[12:16], ip[16:20] = socket.inet_aton(src[0]), socket.inet_aton(dst[0])
-        udp = struct.pack("!HHHH", src[1], dst[1], 8 + len(payload), 0)
-        pkt = bytes(ip) + udp + payload
-        return struct.pack("<IIII", int(t), round((t % 1) * 1e6), len(pkt), len(pkt)) + pkt
-    hdr = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 228)
-    S, R, E, X = ("10.0.0.1", 1000), ("10.0.0.1", 2000), ("10.0.0.1", 3000), ("10.0.0.9", 9)
-    rtp = bytes([0x80, 0x60]) + struct.pack("!HII", 7, 0, 42) + bytes(100)
-    (tmp_path / "c.pcap").write_bytes(hdr + rec(100.5, S, E, rtp) + rec(100.75, R, E, bytes([0x80, 201]) + bytes(30))
-                                      + rec(101.0, X, E, rtp))
-    p = emulator.read_pcap(tmp_path / "c.pcap", 100.0, [(S, R)])
-    assert list(p["leg"]) == [0, 1] and list(p["route"]) == [0, 0]
-    assert np.allclose(p["arrival_s"], [0.5, 0.75])
-    assert list(p["size"]) == [28 + 112, 28 + 32]
-    assert list(p["rtp_seq"]) == [7, -1] and list(p["rtp_ssrc"]) == [42, -1]
+    assert rtp_fields(rtcp_sr) == rtp_fields(stun) == rtp_fields(dtls) == (-1, -1, -1)
 
 
 def sample(t_ms, sent, spk, recv, rpk, **kw):

@@ -270,7 +270,6 @@ def _results(sc, flows, o, browser, emu, stats, samples, packets, selected, run_
     cap_means = [metrics.mean_capacity(caps[0], 0.0, dur, float(stats.get("capacity_kbps_mean") or math.nan))]
     if rev:
         cap_means.append(metrics.mean_capacity(caps[1], 0.0, dur, math.nan))
-    record = packets if getattr(emu, "has_packet_record", False) else None
     routes = stats.get("routes") or []
     per_flow, series_parts, last_of = [], [], {}
     for s in samples:
@@ -282,7 +281,7 @@ def _results(sc, flows, o, browser, emu, stats, samples, packets, selected, run_
         fcap = metrics.mean_capacity(cap, f["start_s"], f["stop_s"], cap_means[d] if d < len(cap_means) else math.nan)
         per_flow.append(metrics.flow_summary(f, last_of.get(f["id"]), routes[f["id"]] if f["id"] < len(routes) else None,
                                              fcap, bool(rev)))
-        cols = metrics.series(samples, f["id"], t0, f["start_s"], cap, record, f["id"])
+        cols = metrics.series(samples, f["id"], t0, f["start_s"], cap, packets, f["id"])
         series_parts.append(cols)
         rows = [s for s in samples if s["flow"] == f["id"]]
         jain_in[d].append((f["start_s"], f["stop_s"], np.array([s["t_ms"] / 1e3 - t0 for s in rows]),
@@ -350,8 +349,7 @@ def _write(run_dir, sinks, series_parts, packets, flows, sc, o, browser, stats, 
         "flows": [{"id": f["id"], "label": f["label"], "page": f.get("page"), "candidates": f.get("candidates"),
                    "selected_pair": selected.get(f["id"]),
                    "cpu_limited_fraction": pf["cpu_limited_fraction"]} for f, pf in zip(flows, per_flow)],
-        "emulator": {"kind": type(emu).__name__.strip("_").lower(), "listen": emu.local_addr(), "packet_record": "full" if emu.has_packet_record else
-                     "arrivals only (no per-packet queuing delay, delivery or drop)", "stats": stats},
+        "emulator": {"listen": emu.local_addr(), "stats": stats},
         "host": {"cpus": os.cpu_count(), "loadavg": list(os.getloadavg())},
     }
     write_text_atomic(run_dir / "browser.json", json.dumps(_strict(prov), indent=2) + "\n")
