@@ -306,7 +306,7 @@ def report(a: argparse.Namespace) -> int:
     if not out.is_dir():
         raise Bad(f"error: --out: no such folder: {out}")
     docs.mkdir(parents=True, exist_ok=True)
-    rows, goals, per_run = [], [], []
+    rows, goals, per_run, gaps = [], [], [], []
     for case in select(a.cases):
         runs, refused = load_case(out, case)
         if not runs and not refused:
@@ -348,9 +348,10 @@ def report(a: argparse.Namespace) -> int:
                                 "source_fps": lo.meta.get("source_fps", ""), **{k: round(v, 3) for k, v in lo.metrics.items()}})
         met, why = F.goal(_by_metric(runs.get("sim-gcc", [])), _by_metric(runs.get("chromium", [])))
         goals.append((case, met, why))
+        gaps.append((case, _gaps(runs.get("sim-gcc", []), runs.get("chromium", []))))
         if a.figures:
             figure(case, runs, cap, n, docs / f"{case.name}.png", min(durs))
-    (docs / "table.md").write_text(table_md(rows, goals, a))
+    (docs / "table.md").write_text(table_md(rows, goals, a) + gaps_md(gaps, goals))
     with (docs / "runs.csv").open("w", newline="") as fh:
         if per_run:
             w = csv.DictWriter(fh, fieldnames=list(per_run[0]))
@@ -418,6 +419,36 @@ def table_md(rows: list[dict[str, Any]], goals, a) -> str:
               "| case | split | goal | why not |", "|---|---|---|---|"]
     for case, m, why in goals:
         lines.append(f"| {case.name} | {case.split} | {'—' if m is None else ('pass' if m else 'fail')} | {why if m is not True else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+GAP_METRICS = ("utilization", "queue_mean_ms", "queue_p95_ms", "freezes")
+
+
+def _gaps(sim: list[Loaded], real: list[Loaded]) -> dict[str, float]:
+    """|mean over sim seeds − mean over real repeats| per metric (NaN without both sides)."""
+    out = {}
+    for k in GAP_METRICS:
+        sv = [lo.metrics[k] for lo in sim if math.isfinite(lo.metrics.get(k, math.nan))]
+        rv = [lo.metrics[k] for lo in real if math.isfinite(lo.metrics.get(k, math.nan))]
+        out[k] = abs(sum(sv) / len(sv) - sum(rv) / len(rv)) if sv and rv else math.nan
+    return out
+
+
+def gaps_md(gaps: list[tuple[Case, dict[str, float]]], goals) -> str:
+    """The calibration log's summary line: per split (synthetic, train, test), the median over
+    the cases of |sim gcc − Chromium| and the goal count."""
+    import numpy as np
+
+    splits = (("synthetic", "-"), ("train", "train"), ("test", "test"))
+    lines = ["", "Median over the cases of |sim gcc − Chromium| (means over seeds and repeats), per split:", "",
+             "| split | cases | utilization pt | queue mean ms | queue p95 ms | freezes | goal met |", "|---|---|---|---|---|---|---|"]
+    for label, key in splits:
+        sel = [g for c, g in gaps if c.split == key]
+        met = [m for c, m, _ in goals if c.split == key and m is not None]
+        med = [np.nanmedian([g[k] for g in sel]) if sel and any(math.isfinite(g[k]) for g in sel) else math.nan for k in GAP_METRICS]
+        lines.append(f"| {label} | {len(sel)} | {med[0]:.1f} | {med[1]:.1f} | {med[2]:.1f} | {med[3]:.1f} | "
+                     f"{sum(met)} of {len(met)} |")
     return "\n".join(lines) + "\n"
 
 
