@@ -518,6 +518,32 @@ def evidence(a: argparse.Namespace) -> int:
     return 0
 
 
+def frame_rate_table(a: argparse.Namespace) -> int:
+    """Chromium's encoded frame rate against its encoder target, per encoded width, over every
+    getStats sample after 2 s of the selected cases' Chromium runs (Markdown): where the real
+    encoder stops keeping the frame rate, and what a frame then costs."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    out = Path(a.out)
+    rows: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    for case in select(a.cases):
+        for d in sorted((out / case.name / "chromium").glob("r*/chromium/series.parquet")):
+            c = pq.read_table(d, columns=["t_s", "width", "fps", "encoder_target_kbps", "encoder_kbps"]).to_pydict()
+            t, w, fps, et, enc = (_arr(c[k]) for k in ("t_s", "width", "fps", "encoder_target_kbps", "encoder_kbps"))
+            ok = (t > 2) & np.isfinite(w) & np.isfinite(fps) & np.isfinite(et) & np.isfinite(enc)
+            for wi, fi, ei, xi in zip(w[ok], fps[ok], et[ok], enc[ok]):
+                rows.setdefault((int(wi), int(round(ei / 50) * 50)), []).append((fi, xi))
+    print("| width | encoder target kbit/s (±25) | samples | frames/s | encoded kbit/s | kbit per frame |")
+    print("|---|---|---|---|---|---|")
+    for (w, et), v in sorted(rows.items()):
+        if len(v) < 8:
+            continue
+        f, x = float(np.mean([r[0] for r in v])), float(np.mean([r[1] for r in v]))
+        print(f"| {w} | {et} | {len(v)} | {f:.1f} | {x:.0f} | {x / f if f > 0 else math.nan:.1f} |")
+    return 0
+
+
 def _bursts(path: Path) -> tuple[float, float] | None:
     """(bursts per second, median burst kB) of the packets reaching the bottleneck after 5 s: a
     burst is a run of packets less than 0.5 ms apart (a paced stream at the highest pacing rates
@@ -566,6 +592,7 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("evidence", help="getStats and packet-burst numbers per case (Markdown)")
     e.add_argument("--out", required=True)
     e.add_argument("--cases", help="regular expression on case names")
+    e.add_argument("--frame-rate", action="store_true", help="instead: Chromium's frame rate against its encoder target, per width")
     q = sub.add_parser("report", help="table, runs.csv and figures from the run folders")
     q.add_argument("--out", required=True)
     q.add_argument("--docs", default=str(ROOT / "docs" / "fidelity"))
@@ -582,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "report":
             return report(a)
         if a.cmd == "evidence":
-            return evidence(a)
+            return frame_rate_table(a) if a.frame_rate else evidence(a)
         return list_cases(a)
     except Bad as exc:
         print(str(exc), file=sys.stderr)
