@@ -274,7 +274,7 @@ def load_case(out: Path, case: Case) -> tuple[dict[str, list[Loaded]], dict[str,
             g = F.run_grid({k: _arr(v) for k, v in series.items() if k in ("t_s", "flow", "recv_kbps", "send_kbps",
                                                                              "target_kbps", "queue_ms", "capacity_kbps")},
                            flows, meta["duration_s"])
-            lo = Loaded(meta, g, summary)
+            lo = Loaded({**meta, "_dir": str(rd)}, g, summary)
             if c.startswith("sim"):
                 t, fl = _arr(series["t_s"]), _arr(series["flow"])
                 sel = fl == flows[0]
@@ -345,7 +345,8 @@ def report(a: argparse.Namespace) -> int:
                                 "duration_s": lo.meta["duration_s"], "media_fps": lo.meta.get("media_fps") or "", "load1_before": lo.meta.get("load1_before"),
                                 "load1_after": lo.meta.get("load1_after"), "cpu_limited": lo.meta.get("cpu_limited", ""),
                                 "cpu_limited_fraction": lo.meta.get("cpu_limited_fraction", ""),
-                                "source_fps": lo.meta.get("source_fps", ""), **{k: round(v, 3) for k, v in lo.metrics.items()}})
+                                "source_fps": lo.meta.get("source_fps", ""), **emulator_lateness(lo),
+                                **{k: round(v, 3) for k, v in lo.metrics.items()}})
         met, why = F.goal(_by_metric(runs.get("sim-gcc", [])), _by_metric(runs.get("chromium", [])))
         goals.append((case, met, why))
         gaps.append((case, _gaps(runs.get("sim-gcc", []), runs.get("chromium", []))))
@@ -360,6 +361,21 @@ def report(a: argparse.Namespace) -> int:
     print(f"fidelity: wrote {docs / 'table.md'}, {docs / 'runs.csv'} and {len(goals) if a.figures else 0} figures", file=sys.stderr)
     del np
     return 0
+
+
+def emulator_lateness(lo: Loaded) -> dict[str, Any]:
+    """How late the browser call's emulator wrote the data legs' datagrams (``send_late_us``:
+    the largest p99 and max over the routes; empty for other contenders)."""
+    p = lo.meta.get("_dir")
+    b = Path(p) / "browser.json" if p else None
+    if b is None or not b.is_file():
+        return {"emu_late_p99_us": "", "emu_late_max_us": "", "emu_realtime": ""}
+    st = json.loads(b.read_text()).get("emulator", {}).get("stats", {})
+    late = [r["data"]["send_late_us"] for r in st.get("routes", []) if r.get("data", {}).get("send_late_us", {}).get("n")]
+    if not late:
+        return {"emu_late_p99_us": "", "emu_late_max_us": "", "emu_realtime": st.get("realtime", "")}
+    return {"emu_late_p99_us": max(x["p99"] for x in late), "emu_late_max_us": max(x["max"] for x in late),
+            "emu_realtime": st.get("realtime", "")}
 
 
 def _targets(lst: list[Loaded], flows: list[int], n: int):
