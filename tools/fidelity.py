@@ -474,8 +474,9 @@ COLORS = {"chromium": "tab:red", "live-gcc": "tab:orange", "sim-gcc": "tab:blue"
 
 def figure(case: Case, runs: dict[str, list[Loaded]], cap, n: int, path: Path, duration: float) -> None:
     """Delivered (solid) and target (dashed) rate and queuing delay over time, first run of each
-    contender, with the capacity."""
+    contender (with a queuing-delay series where one has it), with the capacity."""
     import matplotlib
+    import numpy as np
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from ratelab.report import fidelity as F
@@ -486,7 +487,8 @@ def figure(case: Case, runs: dict[str, list[Loaded]], cap, n: int, path: Path, d
     for c, lst in runs.items():
         if not lst:
             continue
-        g = lst[0].grid
+        # the first run with a queuing-delay series (the pilot's first browser runs had none)
+        g = next((lo.grid for lo in lst if np.isfinite(lo.grid["queue"]).any()), lst[0].grid)
         ax1.plot(t, g["delivered"][:n], color=COLORS[c], lw=1.1, label=f"{c} delivered")
         ax1.plot(t, g["target"][:n], color=COLORS[c], lw=0.9, ls="--", label=f"{c} target")
         ax2.plot(t, g["queue"][:n], color=COLORS[c], lw=1.0, label=c)
