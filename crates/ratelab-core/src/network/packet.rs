@@ -9,6 +9,8 @@ pub enum Payload {
     /// One audio packet (the optional Opus-like stream, `media.audio_kbps`): one per frame,
     /// sent when encoded (libwebrtc does not pace audio), no frame reassembly.
     Audio,
+    /// One ULPFEC packet (in RED) of the block of video frames it describes (`media.fec`).
+    Fec(crate::media::fec::recovery::FecInfo),
     /// Padding or a probe filler: carries no media.
     Padding,
     /// A TCP data segment.
@@ -23,7 +25,7 @@ pub fn media_kind(payload: &Payload, probe_cluster: Option<u32>) -> crate::contr
     use crate::controller::PacketKind;
     if probe_cluster.is_some() { return PacketKind::Probe; }
     match payload {
-        Payload::Media { .. } => PacketKind::Video,
+        Payload::Media { .. } | Payload::Fec(_) => PacketKind::Video,
         Payload::Audio => PacketKind::Audio,
         _ => PacketKind::Padding,
     }

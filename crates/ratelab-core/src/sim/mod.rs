@@ -412,7 +412,11 @@ impl Simulation {
             _ => None,
         };
         let kind = crate::network::packet::media_kind(&pkt.payload, pkt.probe_cluster);
-        m.receiver.handle_packet(now, Arrival { seq: pkt.seq, size: pkt.size, send_time: Some(pkt.send_time), kind, frame });
+        let arrival = Arrival { seq: pkt.seq, size: pkt.size, send_time: Some(pkt.send_time), kind, frame };
+        match pkt.payload {
+            Payload::Fec(info) => m.receiver.handle_fec_packet(now, arrival, info),
+            _ => m.receiver.handle_packet(now, arrival),
+        }
         self.send_receiver_output(pkt.flow);
     }
 
