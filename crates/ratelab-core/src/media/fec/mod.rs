@@ -46,6 +46,9 @@ pub struct FecSender {
     sent: VecDeque<(Time, i64, i64)>,
     share: f64,
     protection: Protection,
+    /// Video and FEC bytes sent so far (wire sizes).
+    pub video_bytes: Bytes,
+    pub fec_bytes: Bytes,
 }
 
 impl FecSender {
@@ -53,7 +56,7 @@ impl FecSender {
         FecSender {
             fps, max_payload: max_payload as f64, filter: LossFilter::default(), packets_per_frame: ExpFilter::new(0.9999), packets_per_key_frame: ExpFilter::new(0.9999),
             last_frame_update: None, last_key_update: None, generator: UlpfecGenerator::new(), loss255: 0, lost: 0, expected: 0, next_loss_update: None,
-            rtt: Duration::ZERO, sent: VecDeque::new(), share: 0.0, protection: Protection::default(),
+            rtt: Duration::ZERO, sent: VecDeque::new(), share: 0.0, protection: Protection::default(), video_bytes: Bytes::ZERO, fec_bytes: Bytes::ZERO,
         }
     }
 
@@ -114,6 +117,8 @@ impl FecSender {
 
     fn record(&mut self, now: Time, video: i64, fec: i64) {
         self.sent.push_back((now, video, fec));
+        self.video_bytes += Bytes::new(video);
+        self.fec_bytes += Bytes::new(fec);
         self.purge(now);
     }
 
