@@ -262,7 +262,7 @@ pub struct MediaConfig {
     /// libwebrtc's loss protection: ULPFEC in RED under the hybrid NACK/FEC method (the
     /// encoder gets the target less the FEC share sent; FEC packets follow each protected
     /// block; the receiver recovers from them). Off (the default): no protection
-    /// (media/fec/, docs/media.md).
+    /// (media/fec/, docs/loss-protection.md).
     pub fec: bool,
 }
 

@@ -166,6 +166,46 @@ mod tests {
         assert_eq!(b.last_capture, Time::from_ms(132));
     }
 
+    /// libwebrtc `ulpfec_generator_unittest.cc` `OneFrameFec`: four packets at factor 15,
+    /// up to three frames: one FEC packet right after the frame (overhead 64 − 15 < 50).
+    #[test]
+    fn libwebrtc_one_frame_fec() {
+        let mut g = UlpfecGenerator::new();
+        g.set_protection(Protection { delta: 15, key: 15, max_frames: 3 });
+        assert_eq!(send_frame(&mut g, 0, 4, false).map(|b| b.fec), Some(1));
+    }
+
+    /// `TwoFrameFec`: two two-packet frames at factor 15: nothing after the first (overhead
+    /// 128 − 15 ≥ 50), one FEC packet for both after the second.
+    #[test]
+    fn libwebrtc_two_frame_fec() {
+        let mut g = UlpfecGenerator::new();
+        g.set_protection(Protection { delta: 15, key: 15, max_frames: 3 });
+        assert_eq!(send_frame(&mut g, 0, 2, false), None);
+        assert_eq!(send_frame(&mut g, 1, 2, false).map(|b| (b.fec, b.media, b.frames)), Some((1, 4, 2)));
+    }
+
+    /// `UpdatesProtectionParameters`, with one `max_frames` for both kinds (FecControllerDefault
+    /// always sets them equal): new parameters wait for the next media packet, and a key frame
+    /// switches the open block to the key factor at once.
+    #[test]
+    fn libwebrtc_updates_protection_parameters() {
+        let mut g = UlpfecGenerator::new();
+        g.set_protection(Protection { delta: 25, key: 25, max_frames: 2 });
+        assert_eq!(g.params.max_frames, 0, "no params applied yet");
+        assert_eq!(send_frame(&mut g, 0, 1, true), None);
+        assert_eq!(g.params.max_frames, 2);
+        assert!(send_frame(&mut g, 1, 1, false).is_some(), "two frames: block closed");
+        g.set_protection(Protection { delta: 25, key: 200, max_frames: 5 });
+        assert_eq!(g.params.max_frames, 2, "not until the next packet");
+        assert_eq!(send_frame(&mut g, 2, 1, false), None);
+        assert_eq!(g.params.max_frames, 5);
+        assert_eq!(send_frame(&mut g, 3, 1, false), None);
+        // A key frame: factor 200 for the open block of three one-packet frames: 3·200/256 → 2,
+        // overhead 170 − 200 < 50.
+        assert_eq!(send_frame(&mut g, 4, 1, true).map(|b| (b.fec, b.frames, b.keyframe)), Some((2, 3, true)));
+    }
+
     #[test]
     fn no_protection_no_packets_and_long_masks_above_16() {
         let mut g = UlpfecGenerator::new();

@@ -1,5 +1,5 @@
 //! Loss protection as libwebrtc sends it with `media.fec` on: ULPFEC inside RED under the
-//! hybrid NACK/FEC method (docs/media.md, "Loss protection"). [`FecSender`] is
+//! hybrid NACK/FEC method (docs/loss-protection.md). [`FecSender`] is
 //! `FecControllerDefault` + the ULPFEC generator: it turns loss and RTT into protection
 //! factors, the encoder's share of the rate, and FEC packets after each protected block.
 
@@ -139,6 +139,18 @@ mod tests {
             PacketResult { sent, recv_time: (lost_every == 0 || seq % lost_every != 0).then(|| Time::from_ms(at - 20)) }
         }).collect();
         TransportFeedback { feedback_time: Time::from_ms(at), packets, ..Default::default() }
+    }
+
+    /// libwebrtc `fec_controller_unittest.cc` `ProtectsUsingFecBitrate`: as much FEC as video
+    /// sent → the encoder gets half (the share's 50 % cap).
+    #[test]
+    fn libwebrtc_protects_using_fec_bitrate() {
+        let mut s = FecSender::new(30.0, 1000);
+        let t = Time::from_ms;
+        s.on_media_sent(t(0), 0, t(0), false, true, Bytes::new(12_500), Bytes::new(12_460));
+        s.on_fec_sent(t(0), Bytes::new(12_500));
+        s.on_bitrate_update(t(10), Bitrate::from_kbps(130));
+        assert_eq!(s.overhead_share(), 0.5);
     }
 
     /// 1 in 20 lost = 12.8/256 → 12; needs 20 packets before a fraction is reported.

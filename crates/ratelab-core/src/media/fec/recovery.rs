@@ -3,7 +3,7 @@
 //! media packets missing from it (a maximum-distance-separable code). ULPFEC's XOR masks
 //! (`fec_private_tables_random.cc`) cannot always do that — two losses covered by the same
 //! single mask row stay lost — so this is an upper bound on what libwebrtc recovers; the
-//! masks' pattern-dependent gaps are left out for lack of time (see docs/media.md).
+//! masks' pattern-dependent gaps are left out for lack of time (see docs/loss-protection.md).
 
 use super::generator::MAX_MEDIA_PACKETS;
 use crate::units::{Bytes, Time};
