@@ -324,14 +324,14 @@ impl MediaSender {
             Payload::Media { frame, index, count, capture, keyframe } => {
                 let last = index + 1 == count;
                 if let Some(b) = f.on_media_sent(now, frame, capture, keyframe, last, size, size - self.header) {
-                    let info = crate::media::fec::recovery::FecInfo {
-                        first_frame: b.first_frame, frames: b.frames, media: b.media, fec: b.fec, protected: b.protected,
-                        first_capture: b.first_capture, last_capture: b.last_capture, keyframe: b.keyframe,
+                    let payload = Payload::Fec {
+                        first_frame: b.first_frame as u32, frames: b.frames, media: b.media.min(48) as u8, fec: b.fec.min(48) as u8, protected: b.protected.get().clamp(0, u16::MAX as i64) as u16,
+                        first_capture: b.first_capture, span_us: (b.last_capture - b.first_capture).as_us().clamp(0, u32::MAX as i64) as u32, keyframe: b.keyframe,
                     };
-                    for _ in 0..b.fec { self.pacer.enqueue(QueuedPacket { size: b.size, payload: Payload::Fec(info), enqueue_time: now }); }
+                    for _ in 0..b.fec { self.pacer.enqueue(QueuedPacket { size: b.size, payload, enqueue_time: now }); }
                 }
             }
-            Payload::Fec(_) => f.on_fec_sent(now, size),
+            Payload::Fec { .. } => f.on_fec_sent(now, size),
             _ => {}
         }
     }

@@ -421,9 +421,9 @@ impl Simulation {
         };
         let kind = crate::network::packet::media_kind(&pkt.payload, pkt.probe_cluster);
         let arrival = Arrival { seq: pkt.seq, size: pkt.size, send_time: Some(pkt.send_time), kind, frame };
-        match pkt.payload {
-            Payload::Fec(info) => m.receiver.handle_fec_packet(now, arrival, info),
-            _ => m.receiver.handle_packet(now, arrival),
+        match pkt.payload.fec_info() {
+            Some(info) => m.receiver.handle_fec_packet(now, arrival, info),
+            None => m.receiver.handle_packet(now, arrival),
         }
         self.send_receiver_output(pkt.flow);
     }

@@ -9,17 +9,28 @@ use super::generator::MAX_MEDIA_PACKETS;
 use crate::units::{Bytes, Time};
 use std::collections::BTreeMap;
 
-/// What an FEC packet tells the receiver about its block (carried in `Payload::Fec`).
+/// What an FEC packet tells the receiver about its block (carried in `Payload::Fec`; kept
+/// compact so that a packet on the simulated wire does not grow).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FecInfo {
-    pub first_frame: u64,
-    pub frames: u8,
-    pub media: u16,
-    pub fec: u16,
-    pub protected: Bytes,
+    /// First frame of the block (frame ids stay below 2³² in any run the limits allow).
+    pub first_frame: u32,
     pub first_capture: Time,
-    pub last_capture: Time,
+    /// Last frame's capture − first frame's, µs.
+    pub span_us: u32,
+    /// Largest protected media payload, bytes.
+    pub protected: u16,
+    /// Media packets protected (≤ 48) and FEC packets (≤ media).
+    pub media: u8,
+    pub fec: u8,
+    pub frames: u8,
     pub keyframe: bool,
+}
+
+impl FecInfo {
+    fn first(&self) -> u64 { self.first_frame as u64 }
+    fn last_capture(&self) -> Time { self.first_capture + crate::units::Duration::from_us(self.span_us as i64) }
+    fn protected(&self) -> Bytes { Bytes::new(self.protected as i64) }
 }
 
 /// A media packet the receiver gets back from FEC: feed it to the frame receiver like an
@@ -72,17 +83,17 @@ impl FecReceiver {
 
     /// An FEC packet of block `info` arrived.
     pub fn on_fec(&mut self, info: FecInfo) -> Vec<Recovered> {
-        let b = self.blocks.entry(info.first_frame).or_insert(Block { info, fec_received: 0, done: false });
+        let b = self.blocks.entry(info.first()).or_insert(Block { info, fec_received: 0, done: false });
         b.fec_received = b.fec_received.saturating_add(1);
-        self.newest = self.newest.max(info.first_frame);
-        self.try_recover(info.first_frame)
+        self.newest = self.newest.max(info.first());
+        self.try_recover(info.first())
     }
 
     fn try_recover(&mut self, key: u64) -> Vec<Recovered> {
         let Some(b) = self.blocks.get(&key).copied() else { return Vec::new() };
         if b.done || b.fec_received == 0 { return Vec::new(); }
         let info = b.info;
-        let range = info.first_frame..info.first_frame + info.frames as u64;
+        let range = info.first()..info.first() + info.frames as u64;
         let (mut known, mut missing_known, mut unknown_frames) = (0u32, 0u32, 0u32);
         for f in range.clone() {
             match self.frames.get(&f) {
@@ -90,7 +101,7 @@ impl FecReceiver {
                 None => unknown_frames += 1,
             }
         }
-        if known > info.media as u32 || (unknown_frames > 0 && info.media >= MAX_MEDIA_PACKETS) {
+        if known > info.media as u32 || (unknown_frames > 0 && info.media as u16 >= MAX_MEDIA_PACKETS) {
             // The block hit the 48-packet cap: which packets it protects is not known here.
             return Vec::new();
         }
@@ -105,16 +116,16 @@ impl FecReceiver {
         for (i, f) in range.enumerate() {
             match self.frames.get_mut(&f) {
                 Some(r) => {
-                    for _ in r.received..r.count { out.push(Recovered { frame: f, count: r.count, capture: r.capture, payload: info.protected, keyframe: r.keyframe }); }
+                    for _ in r.received..r.count { out.push(Recovered { frame: f, count: r.count, capture: r.capture, payload: info.protected(), keyframe: r.keyframe }); }
                     r.received = r.count;
                 }
                 None => {
                     // Capture interpolated between the block's first and last; packets shared
                     // evenly among the frames none of whose packets arrived.
-                    let capture = info.first_capture + (info.last_capture - info.first_capture) * i as i64 / span;
+                    let capture = info.first_capture + (info.last_capture() - info.first_capture) * i as i64 / span;
                     let packets = unknown_packets as i64 / unknown_frames as i64;
                     let keyframe = info.keyframe && info.frames == 1;
-                    out.push(Recovered { frame: f, count: 1, capture, payload: info.protected * packets, keyframe });
+                    out.push(Recovered { frame: f, count: 1, capture, payload: info.protected() * packets, keyframe });
                 }
             }
         }
@@ -132,8 +143,8 @@ impl FecReceiver {
 mod tests {
     use super::*;
 
-    fn info(first: u64, frames: u8, media: u16, fec: u16) -> FecInfo {
-        FecInfo { first_frame: first, frames, media, fec, protected: Bytes::new(1200), first_capture: Time::from_ms(0), last_capture: Time::from_ms(132), keyframe: false }
+    fn info(first: u32, frames: u8, media: u8, fec: u8) -> FecInfo {
+        FecInfo { first_frame: first, frames, media, fec, protected: 1200, first_capture: Time::from_ms(0), span_us: 132_000, keyframe: false }
     }
 
     #[test]
