@@ -97,6 +97,9 @@ def test_cli_errors_are_one_line(cli, core):
     r = cli("live", "run", "rmcat-5.6")
     assert r.returncode == 2 and "flows[1].kind: TCP flows run in the simulator only" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("live", "run", "lcc-loss", "--set", "flows.0.media.fec=true")
+    assert r.returncode == 2 and "flows[0].media.fec: live mode does not carry FEC packets yet" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def test_live_run_cli_runs_every_flow_with_the_controller_given(cli, core, tmp_path):

@@ -99,6 +99,10 @@ fn live_flows(sc: &Scenario, controller: Option<&str>) -> Result<Vec<FlowSpec>, 
     if let Some(i) = sc.flows.iter().position(|f| f.kind == FlowKind::Tcp) {
         return Err(ConfigError::new(format!("flows[{i}].kind"), "TCP flows run in the simulator only (`ratelab run`); live mode runs media flows"));
     }
+    if let Some(i) = sc.flows.iter().position(|f| f.kind != FlowKind::Tcp && f.media.fec) {
+        // The wire format has no FEC packets yet: refuse rather than run without protection.
+        return Err(ConfigError::new(format!("flows[{i}].media.fec"), "live mode does not carry FEC packets yet; run media.fec = true in the simulator (`ratelab run`)"));
+    }
     let specs = expand_flows(sc, controller);
     if specs.is_empty() { return Err(ConfigError::new("flows", "live mode needs at least one media flow")); }
     if specs.len() > MAX_FLOWS { return Err(ConfigError::new("flows", format!("live mode runs at most {MAX_FLOWS} media flows (count expanded), not {}", specs.len()))); }
@@ -308,6 +312,16 @@ mod tests {
         let specs = live_flows(&sc, None).unwrap();
         let told: Vec<Vec<f64>> = specs.iter().map(|s| told_at(&sc, s)).collect();
         assert_eq!(told, vec![vec![1.0], vec![1.0, 2.0], vec![3.0]]);
+    }
+
+    #[test]
+    fn media_fec_is_refused_not_ignored() {
+        let v = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000},
+                                   "flows": [{"kind": "media"}, {"kind": "media", "media": {"fec": true}}]});
+        let sc = Scenario::from_json(&v.to_string()).unwrap();
+        let e = live_flows(&sc, None).err().expect("refused");
+        assert_eq!(e.field, "flows[1].media.fec");
+        assert!(e.message.contains("FEC"), "{}", e.message);
     }
 
     #[test]

@@ -74,6 +74,10 @@ def _check_live(sc: Scenario) -> None:
         if f.get("kind") == "tcp":
             raise InputError(sc.source, f"flows[{i}].kind",
                              "TCP flows run in the simulator only (`ratelab run`); live mode runs media flows")
+        if isinstance(f.get("media"), dict) and f["media"].get("fec") is True:
+            # The wire format has no FEC packets yet (the Rust side refuses it too).
+            raise InputError(sc.source, f"flows[{i}].media.fec",
+                             "live mode does not carry FEC packets yet; run media.fec = true in the simulator (`ratelab run`)")
 
 
 def _run_one(c: Contender, seed: int, run_dir: Path | None, feedback: str, capture: str | None) -> RunResult:

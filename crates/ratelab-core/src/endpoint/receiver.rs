@@ -5,6 +5,7 @@
 
 use crate::controller::{PacketKind, ReceivedPacket, ReceiverEstimator};
 use crate::feedback::generator::{FeedbackGenerator, FeedbackReport, GeneratorMode};
+use crate::media::fec::recovery::{FecInfo, FecReceiver, Recovered};
 use crate::media::receiver::{FrameReceiver, VideoStats};
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
@@ -69,6 +70,8 @@ pub struct MediaReceiver {
     out: VecDeque<ReceiverTransmit>,
     reports: u64,
     estimates: u64,
+    /// FEC recovery (`media.fec`); `None`: FEC packets are ignored.
+    fec: Option<FecReceiver>,
 }
 
 /// A timer this far behind (a stalled wall-clock loop) restarts from now instead of catching up.
@@ -76,7 +79,7 @@ const MAX_TIMER_LAG: Duration = Duration::from_secs(1);
 
 impl MediaReceiver {
     pub fn new(frames: FrameReceiver, feedback: FeedbackGenerator, estimator: Option<Box<dyn ReceiverEstimator>>, header: Bytes, return_delay: Option<Duration>) -> MediaReceiver {
-        MediaReceiver { frames, feedback, estimator, header, return_delay, next_feedback: None, next_estimate: None, armed: [0; 2], arms: 0, out: VecDeque::new(), reports: 0, estimates: 0 }
+        MediaReceiver { frames, feedback, estimator, header, return_delay, next_feedback: None, next_estimate: None, armed: [0; 2], arms: 0, out: VecDeque::new(), reports: 0, estimates: 0, fec: None }
     }
 
     /// Replace the receiver-side estimator (before [`MediaReceiver::start`]).
@@ -87,6 +90,10 @@ impl MediaReceiver {
     }
     pub fn has_estimator(&self) -> bool { self.estimator.is_some() }
     pub fn set_return_delay(&mut self, d: Option<Duration>) { self.return_delay = d; }
+    /// Recover lost media packets from FEC packets (`media.fec`).
+    pub fn enable_fec(&mut self) { self.fec = Some(FecReceiver::new()); }
+    /// Media packets recovered by FEC so far.
+    pub fn fec_recovered(&self) -> u64 { self.fec.as_ref().map_or(0, |f| f.recovered) }
 
     /// The flow starts: the first feedback report (TWCC mode) and estimator tick are due one
     /// interval from now.
@@ -139,12 +146,30 @@ impl MediaReceiver {
     pub fn handle_packet(&mut self, now: Time, a: Arrival) {
         if let Some(f) = a.frame {
             self.frames.on_packet(now, f.frame, f.count, f.capture, a.size - self.header, f.keyframe);
+            if let Some(fec) = self.fec.as_mut() {
+                let rec = fec.on_media(f.frame, f.count, f.capture, f.keyframe);
+                self.render_recovered(now, rec);
+            }
         }
         if let Some(e) = self.estimator.as_mut() {
             e.on_packet_received(&ReceivedPacket { seq: a.seq, size: a.size, send_time: a.send_time.unwrap_or(now), recv_time: now, kind: a.kind });
             if let (Some(ret), Some(s)) = (self.return_delay, a.send_time) { e.on_rtt_update(now, (now - s) + ret); }
         }
         if let Some(r) = self.feedback.on_packet(now, a.seq) { self.push_report(r); }
+    }
+
+    /// An FEC packet of block `info` arrived: a transport packet like any other, then whatever
+    /// it lets the receiver recover.
+    pub fn handle_fec_packet(&mut self, now: Time, a: Arrival, info: FecInfo) {
+        self.handle_packet(now, Arrival { frame: None, ..a });
+        if let Some(fec) = self.fec.as_mut() {
+            let rec = fec.on_fec(info);
+            self.render_recovered(now, rec);
+        }
+    }
+
+    fn render_recovered(&mut self, now: Time, rec: Vec<Recovered>) {
+        for r in rec { self.frames.on_packet(now, r.frame, r.count, r.capture, r.payload, r.keyframe); }
     }
 
     /// The sender paused (`true`) or resumed its media on purpose: the gap is not a freeze.

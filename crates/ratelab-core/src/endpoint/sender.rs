@@ -7,6 +7,7 @@ use crate::controller::{Constraints, Controller, Update};
 use crate::feedback::generator::FeedbackReport;
 use crate::feedback::history::SendHistory;
 use crate::media::encoder::{packetize, Encoder};
+use crate::media::fec::FecSender;
 use crate::media::pacer::{Pacer, QueuedPacket};
 use crate::network::packet::Payload;
 use crate::units::{Bitrate, Bytes, Duration, Time};
@@ -98,6 +99,8 @@ pub struct MediaSender {
     in_flight_timeout: Option<Duration>,
     expired: Bytes,
     frames_encoded: u64,
+    /// libwebrtc's loss protection (`media.fec`): ULPFEC packets and the encoder's share.
+    fec: Option<FecSender>,
 }
 
 /// Stands in for the controller while [`MediaSender::map_controller`] swaps it.
@@ -120,7 +123,7 @@ impl MediaSender {
             overhead_accounting: p.overhead_accounting, payload_share, queue_time_limit: p.queue_time_limit, frame_phase: p.frame_phase,
             include_report_time: p.include_report_time, pauses: p.pauses, in_pause: false, cwnd_reduce_ratio: 0.0, cwnd_drop_interval: None,
             cwnd_frame_counter: 0, audio: p.audio, next_frame: None, next_audio: None, next_tick: None, pacer_wake: None, pacer_armed: None,
-            out: VecDeque::new(), pause_edge: None, min_wire: Bytes::ZERO, in_flight_timeout: None, expired: Bytes::ZERO, frames_encoded: 0,
+            out: VecDeque::new(), pause_edge: None, min_wire: Bytes::ZERO, in_flight_timeout: None, expired: Bytes::ZERO, frames_encoded: 0, fec: None,
         }
     }
 
@@ -130,6 +133,10 @@ impl MediaSender {
         self.min_wire = min_wire;
         self.in_flight_timeout = Some(in_flight_timeout);
     }
+
+    /// Turn on loss protection (`media.fec`) before the start.
+    pub fn set_fec(&mut self, fec: FecSender) { self.fec = Some(fec); }
+    pub fn fec(&self) -> Option<&FecSender> { self.fec.as_ref() }
 
     /// Replace the controller before the start (the RL environment's rate follower).
     pub fn set_controller(&mut self, c: Box<dyn Controller>) { self.controller = c; }
@@ -214,6 +221,7 @@ impl MediaSender {
     pub fn handle_feedback(&mut self, now: Time, report: &FeedbackReport, with_time: bool) {
         let fb = self.history.on_report(now, report, with_time && self.include_report_time);
         if fb.packets.is_empty() { return; }
+        if let Some(f) = self.fec.as_mut() { f.on_feedback(&fb); }
         let u = self.controller.on_feedback(&fb);
         self.apply(now, u);
         self.arm_pacer(now);
@@ -264,6 +272,7 @@ impl MediaSender {
             self.frames_encoded += 1;
             let parts = packetize(frame.size, self.max_payload);
             let count = parts.len();
+            if let Some(f) = self.fec.as_mut() { f.on_encoded(now, frame.size, frame.keyframe); }
             self.observe_packetization(frame.size, count);
             for (i, p) in parts.enumerate() {
                 let payload = Payload::Media { frame: frame.id, index: i as u16, count: count as u16, capture: t, keyframe: frame.keyframe };
@@ -302,6 +311,28 @@ impl MediaSender {
         while let Some(rel) = self.pacer.poll(now, self.history.in_flight()) {
             let capture = match rel.payload { Payload::Media { capture, .. } => capture, _ => now };
             self.send(now, rel.size, rel.probe_cluster, rel.payload, capture);
+            if self.fec.is_some() { self.protect(now, rel.size, rel.payload); }
+        }
+    }
+
+    /// Loss protection after a packet left the pacer: count it, and queue the FEC packets of the
+    /// block a frame's last media packet completes (libwebrtc generates them as the pacer sends
+    /// the media and queues them behind it, at video priority).
+    fn protect(&mut self, now: Time, size: Bytes, payload: Payload) {
+        let Some(f) = self.fec.as_mut() else { return };
+        match payload {
+            Payload::Media { frame, index, count, capture, keyframe } => {
+                let last = index + 1 == count;
+                if let Some(b) = f.on_media_sent(now, frame, capture, keyframe, last, size, size - self.header) {
+                    let payload = Payload::Fec {
+                        first_frame: b.first_frame as u32, frames: b.frames, media: b.media.min(48) as u8, fec: b.fec.min(48) as u8, protected: b.protected.get().clamp(0, u16::MAX as i64) as u16,
+                        first_capture: b.first_capture, span_us: (b.last_capture - b.first_capture).as_us().clamp(0, u32::MAX as i64) as u32, keyframe: b.keyframe,
+                    };
+                    for _ in 0..b.fec { self.pacer.enqueue(QueuedPacket { size: b.size, payload, enqueue_time: now }); }
+                }
+            }
+            Payload::Fec { .. } => f.on_fec_sent(now, size),
+            _ => {}
         }
     }
 
@@ -328,6 +359,11 @@ impl MediaSender {
     fn apply(&mut self, now: Time, u: Update) {
         if let Some(r) = u.cwnd_reduce_ratio { self.cwnd_reduce_ratio = if r.is_finite() { r.clamp(0.0, 1.0) } else { 0.0 }; }
         if let Some(t) = u.target_rate { self.target = t.max(self.constraints.min_rate).min(self.constraints.max_rate); }
+        if u.target_rate.is_some() && self.fec.is_some() {
+            // libwebrtc `OnBitrateUpdated`: the FEC controller sees the payload rate.
+            let payload = self.payload_target();
+            if let Some(f) = self.fec.as_mut() { f.on_bitrate_update(now, payload); }
+        }
         if u.target_rate.is_some() || u.cwnd_reduce_ratio.is_some() {
             let t = self.encoder_target();
             self.encoder.set_target(t);
@@ -342,17 +378,25 @@ impl MediaSender {
     /// Frame dropping for congestion-window pushback lowers it by the dropped share; with an
     /// audio stream, the audio's share (its wire rate with overhead accounting, its payload rate
     /// without) is taken off first, as libwebrtc's allocator gives audio its rate.
+    /// With loss protection the FEC share of the last second's video is taken off too
+    /// (`FecControllerDefault::UpdateFecRates`).
     fn encoder_target(&mut self) -> Bitrate {
-        let target = match &self.audio {
-            Some(a) => self.target.saturating_sub(if self.overhead_accounting { a.wire_rate() } else { a.payload_rate }),
-            None => self.target,
-        };
-        let t = if self.overhead_accounting { target.scale(self.payload_share) } else { target };
+        let t = self.payload_target();
+        let t = match &self.fec { Some(f) => t.scale(1.0 - f.overhead_share()), None => t };
         self.cwnd_drop_interval = cwnd_drop_interval(t, self.cwnd_reduce_ratio, self.constraints.min_rate);
         match self.cwnd_drop_interval {
             Some(n) => Bitrate::from_bps(t.bps() - t.bps() / n as i64),
             None => t,
         }
+    }
+
+    /// The target less audio and (when accounted) header overhead.
+    fn payload_target(&self) -> Bitrate {
+        let target = match &self.audio {
+            Some(a) => self.target.saturating_sub(if self.overhead_accounting { a.wire_rate() } else { a.payload_rate }),
+            None => self.target,
+        };
+        if self.overhead_accounting { target.scale(self.payload_share) } else { target }
     }
 
     /// Whether the next frame is dropped for the congestion window (counts the frame).

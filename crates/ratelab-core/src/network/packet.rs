@@ -9,6 +9,10 @@ pub enum Payload {
     /// One audio packet (the optional Opus-like stream, `media.audio_kbps`): one per frame,
     /// sent when encoded (libwebrtc does not pace audio), no frame reassembly.
     Audio,
+    /// One ULPFEC packet (in RED) of the block of video frames it describes (`media.fec`;
+    /// the fields of [`crate::media::fec::recovery::FecInfo`], inline so that the payload
+    /// stays 24 bytes).
+    Fec { first_frame: u32, first_capture: Time, span_us: u32, protected: u16, media: u8, fec: u8, frames: u8, keyframe: bool },
     /// Padding or a probe filler: carries no media.
     Padding,
     /// A TCP data segment.
@@ -23,9 +27,20 @@ pub fn media_kind(payload: &Payload, probe_cluster: Option<u32>) -> crate::contr
     use crate::controller::PacketKind;
     if probe_cluster.is_some() { return PacketKind::Probe; }
     match payload {
-        Payload::Media { .. } => PacketKind::Video,
+        Payload::Media { .. } | Payload::Fec { .. } => PacketKind::Video,
         Payload::Audio => PacketKind::Audio,
         _ => PacketKind::Padding,
+    }
+}
+
+impl Payload {
+    /// The FEC block an FEC packet describes.
+    pub fn fec_info(&self) -> Option<crate::media::fec::recovery::FecInfo> {
+        match *self {
+            Payload::Fec { first_frame, first_capture, span_us, protected, media, fec, frames, keyframe } =>
+                Some(crate::media::fec::recovery::FecInfo { first_frame, first_capture, span_us, protected, media, fec, frames, keyframe }),
+            _ => None,
+        }
     }
 }
 
@@ -44,4 +59,13 @@ pub struct Packet {
     pub tx_start: Time,
     pub probe_cluster: Option<u32>,
     pub payload: Payload,
+}
+#[cfg(test)]
+mod tests {
+    /// Every packet on the simulated wire and in the event queue carries a payload: the FEC
+    /// variant must not make it larger than the media one (24 bytes).
+    #[test]
+    fn the_payload_stays_small() {
+        assert!(std::mem::size_of::<super::Payload>() <= 24, "{}", std::mem::size_of::<super::Payload>());
+    }
 }

@@ -259,6 +259,11 @@ pub struct MediaConfig {
     pub audio_kbps: f64,
     /// Audio frame (packet) interval, ms (Opus default: 20).
     pub audio_frame_ms: f64,
+    /// libwebrtc's loss protection: ULPFEC in RED under the hybrid NACK/FEC method (the
+    /// encoder gets the target less the FEC share sent; FEC packets follow each protected
+    /// block; the receiver recovers from them). Off (the default): no protection
+    /// (media/fec/, docs/loss-protection.md).
+    pub fec: bool,
 }
 
 impl Default for MediaConfig {
@@ -267,7 +272,7 @@ impl Default for MediaConfig {
             fps: 30.0, min_kbps: 150.0, max_kbps: 5000.0, start_kbps: 300.0, encoder_lag_ms: 300.0,
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
             max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, overhead_accounting: true,
-            quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0,
+            quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false,
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::controllers;
 use crate::error::ConfigError;
 use crate::feedback::generator::{FeedbackGenerator, GeneratorMode};
 use crate::media::encoder::{Encoder, EncoderConfig};
+use crate::media::fec::FecSender;
 use crate::media::pacer::Pacer;
 use crate::media::quality::QualityTracker;
 use crate::media::receiver::FrameReceiver;
@@ -155,7 +156,7 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
     };
     let limit_t = Duration::from_ms_f64(mc.pacer_queue_limit_ms);
     let header = Bytes::new(mc.header_bytes as i64);
-    let sender = MediaSender::new(SenderParts {
+    let mut sender = MediaSender::new(SenderParts {
         controller: built.sender,
         constraints,
         encoder: Encoder::new(enc, constraints.start_rate, derive_seed(seed, 2000 + id)),
@@ -172,6 +173,7 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
         audio: AudioStream::new(mc.audio_kbps, mc.audio_frame_ms, header),
     });
+    if mc.fec { sender.set_fec(FecSender::new(mc.fps, mc.max_payload_bytes)); }
     Ok(MediaFlow { sender, receiver: build_media_receiver(fc, built.receiver, None) })
 }
 
@@ -181,13 +183,15 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
 pub fn build_media_receiver(fc: &FlowConfig, estimator: Option<Box<dyn ReceiverEstimator>>, return_delay: Option<Duration>) -> MediaReceiver {
     let mc = &fc.media;
     let mode = match fc.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
-    MediaReceiver::new(
+    let mut r = MediaReceiver::new(
         FrameReceiver::with_quality(QualityTracker::new(mc.quality_model, mc.fps, mc.keyframe_factor)),
         FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
         estimator,
         Bytes::new(mc.header_bytes as i64),
         return_delay,
-    )
+    );
+    if mc.fec { r.enable_fec(); }
+    r
 }
 
 /// Build a ready-to-run simulation. `controller_override` replaces every media flow's controller.

@@ -169,6 +169,14 @@ impl Simulation {
     pub fn events_processed(&self) -> u64 { self.events_processed }
     pub fn take_packets(&mut self) -> PacketLog { self.packets.take() }
     pub fn take_series(&mut self) -> SeriesLog { self.series.take() }
+    /// Media flow `f`'s sender endpoint (None for a TCP flow).
+    pub fn media_sender(&self, f: u32) -> Option<&crate::endpoint::MediaSender> {
+        match &self.flows.get(f as usize)?.state { FlowState::Media(m) => Some(&m.sender), _ => None }
+    }
+    /// Media flow `f`'s receiver endpoint (None for a TCP flow).
+    pub fn media_receiver(&self, f: u32) -> Option<&crate::endpoint::MediaReceiver> {
+        match &self.flows.get(f as usize)?.state { FlowState::Media(m) => Some(&m.receiver), _ => None }
+    }
     pub fn flow_infos(&self) -> Vec<FlowInfo> { self.flows.iter().map(|f| f.info.clone()).collect() }
     /// Stop [`Simulation::run_until`] right after the event during which `flag` is raised.
     pub fn set_abort(&mut self, flag: Arc<AtomicBool>) { self.abort = Some(flag); }
@@ -412,7 +420,11 @@ impl Simulation {
             _ => None,
         };
         let kind = crate::network::packet::media_kind(&pkt.payload, pkt.probe_cluster);
-        m.receiver.handle_packet(now, Arrival { seq: pkt.seq, size: pkt.size, send_time: Some(pkt.send_time), kind, frame });
+        let arrival = Arrival { seq: pkt.seq, size: pkt.size, send_time: Some(pkt.send_time), kind, frame };
+        match pkt.payload.fec_info() {
+            Some(info) => m.receiver.handle_fec_packet(now, arrival, info),
+            None => m.receiver.handle_packet(now, arrival),
+        }
         self.send_receiver_output(pkt.flow);
     }
 

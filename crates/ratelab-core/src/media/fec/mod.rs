@@ -1,0 +1,184 @@
+//! Loss protection as libwebrtc sends it with `media.fec` on: ULPFEC inside RED under the
+//! hybrid NACK/FEC method (docs/loss-protection.md). [`FecSender`] is
+//! `FecControllerDefault` + the ULPFEC generator: it turns loss and RTT into protection
+//! factors, the encoder's share of the rate, and FEC packets after each protected block.
+
+pub mod generator;
+pub mod protection;
+mod rate_table;
+pub mod recovery;
+
+use crate::controller::TransportFeedback;
+use crate::units::{Bitrate, Bytes, Duration, Time};
+use generator::{FecBlock, UlpfecGenerator};
+use protection::{nack_fec_protection, ExpFilter, Inputs, LossFilter, Protection};
+use std::collections::VecDeque;
+
+/// `kProtectionOverheadRateThreshold`: the protection share taken off the encoder is capped.
+pub const MAX_OVERHEAD_SHARE: f64 = 0.5;
+/// The send-rate statistics' window (`RateStatistics`, 1 s).
+const RATE_WINDOW: Duration = Duration::from_secs(1);
+/// goog_cc's loss report cadence and minimum sample (`kLimitNumPackets`).
+const LOSS_INTERVAL: Duration = Duration::from_secs(1);
+const LOSS_MIN_PACKETS: u32 = 20;
+/// The source resolution the protection tables see (the simulator has none of its own; the
+/// Chromium calls of docs/fidelity.md ran at 640×360).
+pub const WIDTH: u32 = 640;
+pub const HEIGHT: u32 = 360;
+
+/// The sender's protection state.
+pub struct FecSender {
+    fps: f64,
+    max_payload: f64,
+    filter: LossFilter,
+    packets_per_frame: ExpFilter,
+    packets_per_key_frame: ExpFilter,
+    last_frame_update: Option<Time>,
+    last_key_update: Option<Time>,
+    generator: UlpfecGenerator,
+    /// goog_cc's fraction lost (× 256, saturated) and its accumulators.
+    loss255: u8,
+    lost: u32,
+    expected: u32,
+    next_loss_update: Option<Time>,
+    rtt: Duration,
+    /// (time, video bytes, FEC bytes) sent in the last second.
+    sent: VecDeque<(Time, i64, i64)>,
+    share: f64,
+    protection: Protection,
+    /// Video and FEC bytes sent so far (wire sizes).
+    pub video_bytes: Bytes,
+    pub fec_bytes: Bytes,
+}
+
+impl FecSender {
+    pub fn new(fps: f64, max_payload: u32) -> Self {
+        FecSender {
+            fps, max_payload: max_payload as f64, filter: LossFilter::default(), packets_per_frame: ExpFilter::new(0.9999), packets_per_key_frame: ExpFilter::new(0.9999),
+            last_frame_update: None, last_key_update: None, generator: UlpfecGenerator::new(), loss255: 0, lost: 0, expected: 0, next_loss_update: None,
+            rtt: Duration::ZERO, sent: VecDeque::new(), share: 0.0, protection: Protection::default(), video_bytes: Bytes::ZERO, fec_bytes: Bytes::ZERO,
+        }
+    }
+
+    /// `FecControllerDefault::UpdateWithEncodedData`: packets per delta / key frame.
+    pub fn on_encoded(&mut self, now: Time, size: Bytes, keyframe: bool) {
+        if size <= Bytes::ZERO { return; }
+        let packets = (size.as_f64() / self.max_payload) as f32;
+        let (f, last) = if keyframe { (&mut self.packets_per_key_frame, &mut self.last_key_update) } else { (&mut self.packets_per_frame, &mut self.last_frame_update) };
+        let dt = last.map_or(0.0, |t| (now - t).as_ms_f64() as f32);
+        f.apply(dt, packets);
+        *last = Some(now);
+    }
+
+    /// Transport feedback: goog_cc's loss fraction (once a second, over at least 20 packets)
+    /// and the RTT of the newest packet reported received.
+    pub fn on_feedback(&mut self, fb: &TransportFeedback) {
+        if let Some(p) = fb.packets.iter().rev().find(|p| p.received()) { self.rtt = fb.feedback_time - p.sent.send_time; }
+        self.lost += fb.lost().count() as u32;
+        self.expected += fb.packets.len() as u32;
+        let due = self.next_loss_update.is_none_or(|t| fb.feedback_time > t);
+        if due {
+            self.next_loss_update = Some(fb.feedback_time + LOSS_INTERVAL);
+            if self.expected >= LOSS_MIN_PACKETS {
+                self.loss255 = ((self.lost as u64 * 256) / self.expected as u64).min(255) as u8;
+                self.lost = 0;
+                self.expected = 0;
+            }
+        }
+    }
+
+    /// `RtpVideoSender::OnBitrateUpdated` → `UpdateFecRates`: new protection factors from the
+    /// filtered loss, and the protection share of what was sent in the last second.
+    pub fn on_bitrate_update(&mut self, now: Time, payload_rate: Bitrate) {
+        let filtered = self.filter.update(now, self.loss255);
+        let inputs = Inputs {
+            loss255: filtered, bitrate_kbps: (payload_rate.bps_f64() / 1000.0) as f32, fps: self.fps as f32, rtt_ms: self.rtt.as_us() / 1000, width: WIDTH, height: HEIGHT,
+            packets_per_frame: self.packets_per_frame.filtered(), packets_per_key_frame: self.packets_per_key_frame.filtered(),
+        };
+        self.protection = nack_fec_protection(&inputs);
+        self.generator.set_protection(self.protection);
+        self.purge(now);
+        let (video, fec) = self.sent.iter().fold((0i64, 0i64), |(v, f), &(_, a, b)| (v + a, f + b));
+        self.share = if video + fec > 0 { (fec as f64 / (video + fec) as f64).min(MAX_OVERHEAD_SHARE) } else { 0.0 };
+    }
+
+    /// Share of the rate the encoder does not get (FEC sent / all video sent, capped at 50 %).
+    pub fn overhead_share(&self) -> f64 { self.share }
+    pub fn protection(&self) -> Protection { self.protection }
+
+    /// A media packet left the pacer: count it and feed the generator.
+    pub fn on_media_sent(&mut self, now: Time, frame: u64, capture: Time, keyframe: bool, last: bool, wire: Bytes, payload: Bytes) -> Option<FecBlock> {
+        self.record(now, wire.get(), 0);
+        self.generator.on_media_sent(frame, capture, keyframe, last, wire, payload)
+    }
+
+    /// An FEC packet left the pacer.
+    pub fn on_fec_sent(&mut self, now: Time, wire: Bytes) { self.record(now, 0, wire.get()); }
+
+    fn record(&mut self, now: Time, video: i64, fec: i64) {
+        self.sent.push_back((now, video, fec));
+        self.video_bytes += Bytes::new(video);
+        self.fec_bytes += Bytes::new(fec);
+        self.purge(now);
+    }
+
+    fn purge(&mut self, now: Time) {
+        while self.sent.front().is_some_and(|&(t, _, _)| now - t >= RATE_WINDOW) { self.sent.pop_front(); }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::{PacketResult, SentPacket};
+
+    fn fb(at: i64, first_seq: u64, n: u64, lost_every: u64) -> TransportFeedback {
+        let packets = (0..n).map(|i| {
+            let seq = first_seq + i;
+            let sent = SentPacket { seq, size: Bytes::new(1200), send_time: Time::from_ms(at - 60), probe_cluster: None, is_padding: false, data_in_flight: Bytes::ZERO };
+            PacketResult { sent, recv_time: (lost_every == 0 || seq % lost_every != 0).then(|| Time::from_ms(at - 20)) }
+        }).collect();
+        TransportFeedback { feedback_time: Time::from_ms(at), packets, ..Default::default() }
+    }
+
+    /// libwebrtc `fec_controller_unittest.cc` `ProtectsUsingFecBitrate`: as much FEC as video
+    /// sent → the encoder gets half (the share's 50 % cap).
+    #[test]
+    fn libwebrtc_protects_using_fec_bitrate() {
+        let mut s = FecSender::new(30.0, 1000);
+        let t = Time::from_ms;
+        s.on_media_sent(t(0), 0, t(0), false, true, Bytes::new(12_500), Bytes::new(12_460));
+        s.on_fec_sent(t(0), Bytes::new(12_500));
+        s.on_bitrate_update(t(10), Bitrate::from_kbps(130));
+        assert_eq!(s.overhead_share(), 0.5);
+    }
+
+    /// 1 in 20 lost = 12.8/256 → 12; needs 20 packets before a fraction is reported.
+    #[test]
+    fn loss_fraction_as_goog_cc_reports_it() {
+        let mut s = FecSender::new(15.0, 1200);
+        s.on_feedback(&fb(100, 0, 10, 20));
+        assert_eq!(s.loss255, 0, "10 packets: accumulated");
+        s.on_feedback(&fb(1200, 10, 30, 20));
+        assert_eq!(s.loss255, (2 * 256 / 40) as u8); // seq 0 and 20 lost of 40
+        assert_eq!(s.rtt, Duration::from_ms(60));
+    }
+
+    /// The encoder's share: FEC bytes over video + FEC bytes in the last second, capped at 50 %.
+    #[test]
+    fn overhead_share_from_sent_bytes() {
+        let mut s = FecSender::new(15.0, 1200);
+        let t = Time::from_ms;
+        for i in 0..8 { s.on_media_sent(t(i * 10), 0, t(0), false, i == 7, Bytes::new(1000), Bytes::new(960)); }
+        s.on_fec_sent(t(100), Bytes::new(1000));
+        s.on_fec_sent(t(100), Bytes::new(1000));
+        s.on_bitrate_update(t(200), Bitrate::from_kbps(1000));
+        assert!((s.overhead_share() - 0.2).abs() < 1e-12);
+        for _ in 0..20 { s.on_fec_sent(t(300), Bytes::new(1000)); }
+        s.on_bitrate_update(t(400), Bitrate::from_kbps(1000));
+        assert_eq!(s.overhead_share(), MAX_OVERHEAD_SHARE);
+        // A second later the window is empty.
+        s.on_bitrate_update(t(1400), Bitrate::from_kbps(1000));
+        assert_eq!(s.overhead_share(), 0.0);
+    }
+}
