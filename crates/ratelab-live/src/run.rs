@@ -99,6 +99,10 @@ fn live_flows(sc: &Scenario, controller: Option<&str>) -> Result<Vec<FlowSpec>, 
     if let Some(i) = sc.flows.iter().position(|f| f.kind == FlowKind::Tcp) {
         return Err(ConfigError::new(format!("flows[{i}].kind"), "TCP flows run in the simulator only (`ratelab run`); live mode runs media flows"));
     }
+    // Live mode carries no RTCP NACK / RTX on its wire yet: refuse rather than run without it.
+    if let Some(i) = sc.flows.iter().position(|f| f.media.nack) {
+        return Err(ConfigError::new(format!("flows[{i}].media.nack"), "NACK/RTX retransmission runs in the simulator only (`ratelab run`); live mode does not carry it yet"));
+    }
     let specs = expand_flows(sc, controller);
     if specs.is_empty() { return Err(ConfigError::new("flows", "live mode needs at least one media flow")); }
     if specs.len() > MAX_FLOWS { return Err(ConfigError::new("flows", format!("live mode runs at most {MAX_FLOWS} media flows (count expanded), not {}", specs.len()))); }
@@ -308,6 +312,17 @@ mod tests {
         let specs = live_flows(&sc, None).unwrap();
         let told: Vec<Vec<f64>> = specs.iter().map(|s| told_at(&sc, s)).collect();
         assert_eq!(told, vec![vec![1.0], vec![1.0, 2.0], vec![3.0]]);
+    }
+
+    #[test]
+    fn nack_is_refused_by_name_not_ignored() {
+        let v = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000},
+                                   "flows": [{"kind": "media"}, {"kind": "media", "media": {"nack": true}}]});
+        let sc = Scenario::from_json(&v.to_string()).unwrap();
+        let e = live_flows(&sc, None).err().expect("refused");
+        assert!(e.to_string().contains("flows[1].media.nack"), "{e}");
+        let ok = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000}, "flows": [{"kind": "media"}]});
+        assert!(live_flows(&Scenario::from_json(&ok.to_string()).unwrap(), None).is_ok());
     }
 
     #[test]

@@ -4,3 +4,5 @@ pub mod encoder;
 pub mod pacer;
 pub mod quality;
 pub mod receiver;
+pub mod nack;
+pub mod rtx;

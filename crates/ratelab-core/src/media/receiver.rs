@@ -1,8 +1,11 @@
 //! Receiver-side video: frame reassembly and rendering, with freezes counted as the
 //! webrtc-stats `freezeCount` defines them: a rendered-frame interval longer than
-//! max(3 × average frame duration, average + 150 ms). There is no retransmission: a frame with
-//! a lost packet is never decodable and the decoder conceals it by showing the next complete
-//! frame (which is how a loss becomes a visible stall). With a [`QualityTracker`] it also
+//! max(3 × average frame duration, average + 150 ms). Without retransmission (the default) a
+//! frame with a lost packet is never decodable and the decoder conceals it by showing the next
+//! complete frame (which is how a loss becomes a visible stall). With NACK (`media.nack`, the
+//! endpoint's [`FrameReceiver::add_packet`] / [`FrameReceiver::render_ready`]) a complete frame
+//! waits while media before it is still being retransmitted, as libwebrtc's frame buffer only
+//! decodes continuous frames; see docs/models/nack.md. With a [`QualityTracker`] it also
 //! scores every displayed slot in PSNR (media/quality.rs).
 
 use super::quality::QualityTracker;
@@ -32,7 +35,7 @@ impl VideoStats {
 }
 
 #[derive(Clone, Copy)]
-struct Partial { received: u16, count: u16, capture: Time, payload: Bytes, keyframe: bool }
+struct Partial { received: u16, count: u16, capture: Time, payload: Bytes, keyframe: bool, first_seq: u64 }
 
 pub struct FrameReceiver {
     partial: BTreeMap<u64, Partial>,
@@ -77,11 +80,42 @@ impl FrameReceiver {
     /// A media packet of `frame` (`payload` media bytes, headers excluded) arrived at `now`.
     /// Returns true if it completed and rendered a frame.
     pub fn on_packet(&mut self, now: Time, frame: u64, count: u16, capture: Time, payload: Bytes, keyframe: bool) -> bool {
+        if !self.add_packet(frame, count, capture, payload, keyframe, 0) { return false; }
+        self.render(now, frame);
+        true
+    }
+
+    /// Add a media packet of `frame` (whose first packet has media sequence number
+    /// `first_seq`) without rendering; true if the frame is now complete. The caller passes
+    /// each packet once (with NACK, the NACK list drops second copies).
+    pub fn add_packet(&mut self, frame: u64, count: u16, capture: Time, payload: Bytes, keyframe: bool, first_seq: u64) -> bool {
         if let Some((last, _)) = self.last_rendered { if frame <= last { return false; } }
-        let p = self.partial.entry(frame).or_insert(Partial { received: 0, count, capture, payload: Bytes::ZERO, keyframe });
+        let p = self.partial.entry(frame).or_insert(Partial { received: 0, count, capture, payload: Bytes::ZERO, keyframe, first_seq });
         p.received += 1;
         p.payload += payload;
-        if p.received < p.count { return false; }
+        p.received >= p.count
+    }
+
+    /// First media sequence number of the newest complete key frame not yet rendered.
+    pub fn newest_complete_keyframe(&self) -> Option<u64> {
+        self.partial.values().rev().find(|p| p.keyframe && p.received >= p.count).map(|p| p.first_seq)
+    }
+
+    /// Render the newest complete frame that nothing missing precedes (`oldest_missing`: the
+    /// oldest media sequence number still being retransmitted). Older complete frames are
+    /// skipped: they are late. True if a frame was rendered.
+    pub fn render_ready(&mut self, now: Time, oldest_missing: Option<u64>) -> bool {
+        let ready = self.partial.iter().rev()
+            .find(|(_, p)| p.received >= p.count && oldest_missing.is_none_or(|m| p.first_seq < m))
+            .map(|(&f, _)| f);
+        let Some(frame) = ready else { return false };
+        self.render(now, frame);
+        true
+    }
+
+    /// Show complete frame `frame` at `now`.
+    fn render(&mut self, now: Time, frame: u64) {
+        let Some(p) = self.partial.get(&frame) else { return };
         let (capture, size, keyframe) = (p.capture, p.payload, p.keyframe);
         if let Some(q) = self.quality.as_mut() { q.on_render(capture, size, keyframe); }
         // Render: frames older than this one can no longer be shown.
@@ -104,7 +138,6 @@ impl FrameReceiver {
         self.stats.frames_rendered += 1;
         self.stats.frame_delay_sum += now - capture;
         self.sync_quality();
-        true
     }
 
     /// The sender paused its media on purpose: the gap is not a freeze.
@@ -164,6 +197,37 @@ mod tests {
         assert!(!r.on_packet(Time::from_ms(41), 0, 2, Time::ZERO, Bytes::new(600), false));
         assert_eq!(r.stats.frames_rendered, 1);
         assert_eq!(r.stats.mean_frame_delay(), Some(Duration::from_ms(7)));
+    }
+
+    #[test]
+    fn with_nack_a_frame_waits_for_the_retransmission_before_it() {
+        // Frames 0..=2 of two packets each (media seq 0..=5); seq 3 (frame 1) is lost.
+        let mut r = FrameReceiver::new();
+        let ms = Time::from_ms;
+        let pkt = |r: &mut FrameReceiver, f: u64| r.add_packet(f, 2, ms(33 * f as i64), Bytes::new(500), false, 2 * f);
+        assert!(!pkt(&mut r, 0) && pkt(&mut r, 0));
+        assert!(r.render_ready(ms(10), None));
+        assert!(!pkt(&mut r, 1));
+        assert!(!pkt(&mut r, 2) && pkt(&mut r, 2));
+        // Seq 3 is on the NACK list: frame 2 (first seq 4) may not render.
+        assert!(!r.render_ready(ms(80), Some(3)));
+        // The RTX arrives: frame 1 completes, and the newest ready frame (2) is shown.
+        assert!(pkt(&mut r, 1));
+        assert!(r.render_ready(ms(150), None));
+        assert_eq!(r.stats.frames_rendered, 2);
+        assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(10) + Duration::from_ms(150 - 66));
+        // A late copy of frame 1 is ignored.
+        assert!(!pkt(&mut r, 1));
+    }
+
+    #[test]
+    fn a_complete_key_frame_is_found_for_clearing() {
+        let mut r = FrameReceiver::new();
+        assert!(!r.add_packet(4, 2, Time::ZERO, Bytes::new(500), true, 40));
+        assert_eq!(r.newest_complete_keyframe(), None);
+        assert!(r.add_packet(4, 2, Time::ZERO, Bytes::new(500), true, 40));
+        assert!(r.add_packet(5, 1, Time::ZERO, Bytes::new(500), false, 42));
+        assert_eq!(r.newest_complete_keyframe(), Some(40));
     }
 
     #[test]

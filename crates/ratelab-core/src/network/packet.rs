@@ -5,7 +5,10 @@ use crate::units::{Bytes, Time};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Payload {
     /// One RTP packet of video frame `frame` (`index` of `count`), captured at `capture`.
-    Media { frame: u64, index: u16, count: u16, capture: Time, keyframe: bool },
+    /// `media_seq` is the flow's RTP sequence number (unwrapped; the transport seq also counts
+    /// padding and audio, so gaps in it are not losses of media); `rtx`: an RTX copy of that
+    /// packet (RFC 4588, sent on NACK, `media.nack`).
+    Media { frame: u64, index: u16, count: u16, capture: Time, keyframe: bool, media_seq: u64, rtx: bool },
     /// One audio packet (the optional Opus-like stream, `media.audio_kbps`): one per frame,
     /// sent when encoded (libwebrtc does not pace audio), no frame reassembly.
     Audio,

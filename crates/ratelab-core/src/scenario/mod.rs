@@ -246,6 +246,11 @@ pub struct MediaConfig {
     pub pacer_burst_ms: f64,
     /// Pause the encoder when the pacer's expected queue time exceeds the limit (WebRTC rule).
     pub encoder_pause: bool,
+    /// Retransmission on NACK (RFC 4585 generic NACK answered with RFC 4588 RTX), as libwebrtc
+    /// does it: the receiver NACKs gaps in the RTP sequence, the sender resends from its packet
+    /// history ahead of new video, and a frame waits for the retransmission before it. Off (the
+    /// default): a lost packet is never repaired (docs/models/nack.md).
+    pub nack: bool,
     /// Subtract per-packet header overhead from the target before it reaches the encoder
     /// (libwebrtc `WebRTC-SendSideBwe-WithOverhead`): the controller's target is a wire rate.
     pub overhead_accounting: bool,
@@ -266,7 +271,7 @@ impl Default for MediaConfig {
         MediaConfig {
             fps: 30.0, min_kbps: 150.0, max_kbps: 5000.0, start_kbps: 300.0, encoder_lag_ms: 300.0,
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
-            max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, overhead_accounting: true,
+            max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
             quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0,
         }
     }

@@ -172,6 +172,8 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
         audio: AudioStream::new(mc.audio_kbps, mc.audio_frame_ms, header),
     });
+    let mut sender = sender;
+    if mc.nack { sender.enable_nack(); }
     Ok(MediaFlow { sender, receiver: build_media_receiver(fc, built.receiver, None) })
 }
 
@@ -181,13 +183,15 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
 pub fn build_media_receiver(fc: &FlowConfig, estimator: Option<Box<dyn ReceiverEstimator>>, return_delay: Option<Duration>) -> MediaReceiver {
     let mc = &fc.media;
     let mode = match fc.feedback.mode { FeedbackMode::Twcc => GeneratorMode::Twcc, FeedbackMode::PerPacket => GeneratorMode::PerPacket };
-    MediaReceiver::new(
+    let mut r = MediaReceiver::new(
         FrameReceiver::with_quality(QualityTracker::new(mc.quality_model, mc.fps, mc.keyframe_factor)),
         FeedbackGenerator::new(mode, Duration::from_ms_f64(fc.feedback.interval_ms)),
         estimator,
         Bytes::new(mc.header_bytes as i64),
         return_delay,
-    )
+    );
+    if mc.nack { r.enable_nack(); }
+    r
 }
 
 /// Build a ready-to-run simulation. `controller_override` replaces every media flow's controller.
