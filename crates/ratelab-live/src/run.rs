@@ -208,7 +208,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         }
         metrics.push(m);
     }
-    let records: Vec<FlowRecord> = specs.iter().zip(&metrics).map(|(s, m)| FlowRecord { info: &s.info, metrics: m, video: Some(m.video.unwrap_or_default()) }).collect();
+    let records: Vec<FlowRecord> = specs.iter().zip(&metrics).map(|(s, m)| FlowRecord { info: &s.info, metrics: m, video: Some(m.video.unwrap_or_default()), retransmitted: None }).collect();
     let links: Vec<LinkRecord> = (0..capacities.len()).map(|d| LinkRecord { capacity: &capacities[d][0].1, route_changes: &capacities[d][1..], stats: eres.link_stats[d] }).collect();
     let events = sres.iter().map(|r| r.stats.packets_sent).sum::<u64>() + rres.iter().map(|r| r.stats.feedback_packets).sum::<u64>();
     let mut summary = summarize(end, events, &links, &records);
@@ -319,7 +319,7 @@ mod tests {
         let v = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000},
                                    "flows": [{"kind": "media"}, {"kind": "media", "media": {"nack": true}}]});
         let sc = Scenario::from_json(&v.to_string()).unwrap();
-        let e = live_flows(&sc, None).err().expect("refused");
+        let e = live_flows(&sc, None).expect_err("refused");
         assert!(e.to_string().contains("flows[1].media.nack"), "{e}");
         let ok = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000}, "flows": [{"kind": "media"}]});
         assert!(live_flows(&Scenario::from_json(&ok.to_string()).unwrap(), None).is_ok());

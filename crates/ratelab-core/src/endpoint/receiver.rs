@@ -191,7 +191,7 @@ impl MediaReceiver {
         self.push_nack(batch);
         if arrived == Arrived::Stale { return; }
         let payload = a.size - self.header;
-        self.frames.add_packet(f.frame, f.count, f.capture, payload, f.keyframe, seq - f.index as u64);
+        self.frames.add_packet(now, f.frame, f.count, f.capture, payload, f.keyframe, seq - f.index as u64, arrived == Arrived::Recovered);
         self.render_ready(now);
     }
 

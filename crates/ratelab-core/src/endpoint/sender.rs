@@ -274,8 +274,8 @@ impl MediaSender {
     pub fn constraints(&self) -> Constraints { self.constraints }
     pub fn header(&self) -> Bytes { self.header }
     pub fn frames_encoded(&self) -> u64 { self.frames_encoded }
-    /// RTX packets sent and their bytes on the wire (`media.nack`).
-    pub fn retransmitted(&self) -> (u64, Bytes) { (self.retransmitted_packets, self.retransmitted_bytes) }
+    /// RTX packets sent and their bytes on the wire (`None` without `media.nack`).
+    pub fn retransmitted(&self) -> Option<(u64, Bytes)> { self.rtx.as_ref().map(|_| (self.retransmitted_packets, self.retransmitted_bytes)) }
     /// WebRTC's encoder pause is on (the pacer queue is too long).
     pub fn encoder_paused(&self) -> bool { self.paused }
     pub fn in_flight(&self) -> Bytes { self.history.in_flight() }

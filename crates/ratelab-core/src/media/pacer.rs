@@ -200,7 +200,7 @@ impl Pacer {
                 Some(q) => (q.size, q.payload),
                 None => (PADDING_PACKET, Payload::Padding),
             };
-            let Some(probe) = self.probes.front_mut() else { return None };
+            let probe = self.probes.front_mut()?;
             let id = probe.cluster.id;
             probe.sent_bytes += size;
             probe.sent_packets += 1;

@@ -35,7 +35,20 @@ impl VideoStats {
 }
 
 #[derive(Clone, Copy)]
-struct Partial { received: u16, count: u16, capture: Time, payload: Bytes, keyframe: bool, first_seq: u64 }
+struct Partial {
+    received: u16, count: u16, capture: Time, payload: Bytes, keyframe: bool, first_seq: u64,
+    /// When the last packet arrived, and whether any was a retransmission (NACK mode).
+    completed: Time, retransmitted: bool,
+}
+
+/// libwebrtc's render-side delay a frame that is on time waits after it is decodable:
+/// `kDefaultRenderDelayMs` (10 ms, VCMTiming) + `OPERATING_SYSTEM_JITTER` (10 ms, jitter
+/// estimator). The Kalman jitter term and the decode time are left out (docs/models/nack.md).
+pub const PLAYOUT_BUFFER: Duration = Duration::from_ms(20);
+
+/// The expected completion delay (completion − capture) of frames not delayed by a
+/// retransmission: an EWMA standing in for libwebrtc's timestamp extrapolator.
+const PLAYOUT_GAIN: f64 = 0.1;
 
 pub struct FrameReceiver {
     partial: BTreeMap<u64, Partial>,
@@ -47,6 +60,8 @@ pub struct FrameReceiver {
     paused: bool,
     /// The first interval after a resume spans the pause: neither a freeze nor a frame duration.
     skip_next: bool,
+    /// NACK mode's playout timing: the expected completion delay, once a frame set it.
+    playout_delay: Option<Duration>,
     pub stats: VideoStats,
 }
 
@@ -59,7 +74,7 @@ impl Default for FrameReceiver {
 
 impl FrameReceiver {
     pub fn new() -> Self {
-        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, quality: None, paused: false, skip_next: false, stats: VideoStats::default() }
+        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, quality: None, paused: false, skip_next: false, playout_delay: None, stats: VideoStats::default() }
     }
 
     /// A receiver that also scores displayed frames in PSNR.
@@ -80,7 +95,7 @@ impl FrameReceiver {
     /// A media packet of `frame` (`payload` media bytes, headers excluded) arrived at `now`.
     /// Returns true if it completed and rendered a frame.
     pub fn on_packet(&mut self, now: Time, frame: u64, count: u16, capture: Time, payload: Bytes, keyframe: bool) -> bool {
-        if !self.add_packet(frame, count, capture, payload, keyframe, 0) { return false; }
+        if !self.add_packet(now, frame, count, capture, payload, keyframe, 0, false) { return false; }
         self.render(now, frame);
         true
     }
@@ -88,11 +103,14 @@ impl FrameReceiver {
     /// Add a media packet of `frame` (whose first packet has media sequence number
     /// `first_seq`) without rendering; true if the frame is now complete. The caller passes
     /// each packet once (with NACK, the NACK list drops second copies).
-    pub fn add_packet(&mut self, frame: u64, count: u16, capture: Time, payload: Bytes, keyframe: bool, first_seq: u64) -> bool {
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_packet(&mut self, now: Time, frame: u64, count: u16, capture: Time, payload: Bytes, keyframe: bool, first_seq: u64, retransmitted: bool) -> bool {
         if let Some((last, _)) = self.last_rendered { if frame <= last { return false; } }
-        let p = self.partial.entry(frame).or_insert(Partial { received: 0, count, capture, payload: Bytes::ZERO, keyframe, first_seq });
+        let p = self.partial.entry(frame).or_insert(Partial { received: 0, count, capture, payload: Bytes::ZERO, keyframe, first_seq, completed: now, retransmitted: false });
         p.received += 1;
         p.payload += payload;
+        p.completed = now;
+        p.retransmitted |= retransmitted;
         p.received >= p.count
     }
 
@@ -109,7 +127,19 @@ impl FrameReceiver {
             .find(|(_, p)| p.received >= p.count && oldest_missing.is_none_or(|m| p.first_seq < m))
             .map(|(&f, _)| f);
         let Some(frame) = ready else { return false };
-        self.render(now, frame);
+        let p = self.partial[&frame];
+        // libwebrtc renders a frame at its render time (expected arrival + playout delay) or,
+        // when that has passed (a frame that waited for a retransmission), at once; frames not
+        // delayed by a retransmission teach the expected arrival.
+        let mut at = now;
+        if let Some(d) = self.playout_delay { at = at.max(p.capture + d + PLAYOUT_BUFFER); }
+        if let Some((_, t)) = self.last_rendered { at = at.max(t); }
+        if !p.retransmitted {
+            let d = (p.completed - p.capture).as_secs_f64();
+            let e = self.playout_delay.map_or(d, |old| old.as_secs_f64() + PLAYOUT_GAIN * (d - old.as_secs_f64()));
+            self.playout_delay = Some(Duration::from_secs_f64(e));
+        }
+        self.render(at, frame);
         true
     }
 
@@ -204,29 +234,38 @@ mod tests {
         // Frames 0..=2 of two packets each (media seq 0..=5); seq 3 (frame 1) is lost.
         let mut r = FrameReceiver::new();
         let ms = Time::from_ms;
-        let pkt = |r: &mut FrameReceiver, f: u64| r.add_packet(f, 2, ms(33 * f as i64), Bytes::new(500), false, 2 * f);
-        assert!(!pkt(&mut r, 0) && pkt(&mut r, 0));
+        let pkt = |r: &mut FrameReceiver, t: i64, f: u64, rtx: bool| r.add_packet(ms(t), f, 2, ms(33 * f as i64), Bytes::new(500), false, 2 * f, rtx);
+        assert!(!pkt(&mut r, 9, 0, false) && pkt(&mut r, 10, 0, false));
+        // The first frame sets the expected completion delay (10 ms); it renders at once.
         assert!(r.render_ready(ms(10), None));
-        assert!(!pkt(&mut r, 1));
-        assert!(!pkt(&mut r, 2) && pkt(&mut r, 2));
+        assert!(!pkt(&mut r, 43, 1, false));
+        assert!(!pkt(&mut r, 75, 2, false) && pkt(&mut r, 76, 2, false));
         // Seq 3 is on the NACK list: frame 2 (first seq 4) may not render.
-        assert!(!r.render_ready(ms(80), Some(3)));
-        // The RTX arrives: frame 1 completes, and the newest ready frame (2) is shown.
-        assert!(pkt(&mut r, 1));
+        assert!(!r.render_ready(ms(76), Some(3)));
+        // The RTX arrives: frame 1 completes, and the newest ready frame (2) is shown, at once:
+        // its render time (66 + 10 + 20 ms buffer) has passed.
+        assert!(pkt(&mut r, 150, 1, true));
         assert!(r.render_ready(ms(150), None));
         assert_eq!(r.stats.frames_rendered, 2);
         assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(10) + Duration::from_ms(150 - 66));
         // A late copy of frame 1 is ignored.
-        assert!(!pkt(&mut r, 1));
+        assert!(!pkt(&mut r, 160, 1, true));
+        // Frame 3 is lost whole. Frame 4, on time (completion delay 10 ms): shown at its render
+        // time 132 + 10 + 20 ms (frame 2, with no retransmitted packet, kept the expected
+        // delay at 10 + 0.1 × (10 − 10) ms).
+        assert!(!pkt(&mut r, 141, 4, false) && pkt(&mut r, 142, 4, false));
+        assert!(r.render_ready(ms(142), None));
+        assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(10 + 84 + 30));
     }
 
     #[test]
     fn a_complete_key_frame_is_found_for_clearing() {
         let mut r = FrameReceiver::new();
-        assert!(!r.add_packet(4, 2, Time::ZERO, Bytes::new(500), true, 40));
+        let t = Time::ZERO;
+        assert!(!r.add_packet(t, 4, 2, t, Bytes::new(500), true, 40, false));
         assert_eq!(r.newest_complete_keyframe(), None);
-        assert!(r.add_packet(4, 2, Time::ZERO, Bytes::new(500), true, 40));
-        assert!(r.add_packet(5, 1, Time::ZERO, Bytes::new(500), false, 42));
+        assert!(r.add_packet(t, 4, 2, t, Bytes::new(500), true, 40, false));
+        assert!(r.add_packet(t, 5, 1, t, Bytes::new(500), false, 42, false));
         assert_eq!(r.newest_complete_keyframe(), Some(40));
     }
 
