@@ -62,3 +62,33 @@ fn nack_repairs_frames_under_random_loss_at_the_cost_of_the_lost_share() {
         println!("seed {seed}: freezes {} → {}, frames {r_off} → {r_on}, RTX {rtx_packets} packets", off.freeze_count.unwrap(), on.freeze_count.unwrap());
     }
 }
+
+#[test]
+fn over_a_reverse_link_nacks_are_packets_on_the_return_path() {
+    // Same loss, a congested return link: NACKs queue there like feedback does, and still
+    // bring the lost packets back.
+    let sc = |nack: bool| {
+        let v = serde_json::json!({
+            "name": "nack-reverse", "duration_s": 20,
+            "link": {"capacity_kbps": 1000, "loss": 0.05, "queue": {"ms": 300}},
+            "reverse_link": {"capacity_kbps": 200, "queue": {"ms": 300}},
+            "flows": [{"kind": "media", "controller": "gcc", "one_way_delay_ms": 50, "media": {"fps": 15, "nack": nack}}],
+            "metrics": {"packet_log": false}
+        });
+        Scenario::from_json(&v.to_string()).unwrap()
+    };
+    let go = |nack: bool| {
+        let mut sim = build_simulation(&sc(nack), 5, None).unwrap();
+        sim.run_to_end();
+        let rtx = match &sim.flows[0].state { FlowState::Media(m) => (m.receiver.nacks_sent(), m.sender.retransmitted()), _ => (0, None) };
+        (sim.summary().flows.remove(0), rtx)
+    };
+    let (off, _) = go(false);
+    let (on, (nacks, rtx)) = go(true);
+    let (rtx_packets, _) = rtx.unwrap();
+    assert!(nacks > 50, "{nacks} NACK messages");
+    // Feedback goes every 50 ms either way: the extra return packets are the NACKs.
+    let extra = on.return_packets_sent.unwrap() as f64 - off.return_packets_sent.unwrap() as f64;
+    assert!((extra - nacks as f64).abs() <= 0.1 * nacks as f64, "{extra} extra return packets for {nacks} NACKs");
+    assert!(rtx_packets > 40 && on.frames_rendered.unwrap() > off.frames_rendered.unwrap(), "{rtx_packets} RTX packets");
+}
