@@ -141,9 +141,9 @@ impl MediaReceiver {
     /// be late; a timer still due after that runs on the next call).
     pub fn handle_timeout(&mut self, now: Time) {
         let key = |w: ReceiverTimer| self.timer(w).filter(|&t| t <= now).map(|t| (t, self.armed[w as usize], w as u8));
-        let mut due: Vec<(Time, u64, u8)> = [ReceiverTimer::Feedback, ReceiverTimer::Estimator, ReceiverTimer::Nack].into_iter().filter_map(key).collect();
-        due.sort_unstable();
-        for (t, _, w) in due {
+        let mut due = [ReceiverTimer::Feedback, ReceiverTimer::Estimator, ReceiverTimer::Nack].map(key);
+        due.sort_unstable(); // `None` (not due) first
+        for (t, _, w) in due.into_iter().flatten() {
             match w {
                 0 => self.feedback_timer(t, now),
                 1 => self.estimator_timer(t, now),
@@ -320,6 +320,37 @@ mod tests {
         // Far behind: restart from now.
         r.handle_timeout(Time::from_ms(5_000));
         assert_eq!(r.timer(ReceiverTimer::Feedback), Some(Time::from_ms(5_050)));
+    }
+
+    #[test]
+    fn nack_mode_requests_a_gap_at_once_then_every_rtt_and_renders_on_the_retransmission() {
+        let mut r = MediaReceiver::new(FrameReceiver::new(), FeedbackGenerator::new(GeneratorMode::Twcc, Duration::from_ms(50)), None, Bytes::new(40), Some(Duration::from_ms(30)));
+        r.enable_nack();
+        r.start(Time::ZERO);
+        assert_eq!(r.timer(ReceiverTimer::Nack), Some(Time::from_ms(20)));
+        // Frame f has one packet, media seq f, sent at 10 f ms, arriving 20 ms later: RTT 50 ms.
+        let pkt = |f: u64| Arrival { seq: f, size: Bytes::new(1040), send_time: Some(Time::from_ms(10 * f as i64)), kind: PacketKind::Video,
+                                     frame: Some(FramePart { frame: f, index: 0, media_seq: Some(f), count: 1, capture: Time::from_ms(10 * f as i64), keyframe: false }) };
+        let at = |f: u64| Time::from_ms(10 * f as i64 + 20);
+        r.handle_packet(at(0), pkt(0));
+        r.handle_packet(at(2), pkt(2)); // 1 is lost
+        assert_eq!(r.poll_transmit(), Some(ReceiverTransmit::Nack(vec![1])));
+        assert_eq!(r.video_stats().frames_rendered, 1, "frame 2 waits for 1");
+        // NACK checks run every 20 ms; the RTT is 50 ms, so the next NACK goes at 100 ms.
+        for t in [20, 40, 60, 80] { r.handle_timer(Time::from_ms(t), ReceiverTimer::Nack); }
+        assert!(!std::iter::from_fn(|| r.poll_transmit()).any(|m| matches!(m, ReceiverTransmit::Nack(_))));
+        r.handle_timer(Time::from_ms(100), ReceiverTimer::Nack);
+        assert!(std::iter::from_fn(|| r.poll_transmit()).any(|m| m == ReceiverTransmit::Nack(vec![1])));
+        // The RTX copy of 1 arrives (sent at 90 ms): frame 2, the newest ready, is shown.
+        let mut rtx = pkt(1);
+        rtx.send_time = Some(Time::from_ms(90));
+        r.handle_packet(Time::from_ms(110), rtx);
+        assert_eq!(r.video_stats().frames_rendered, 2);
+        assert_eq!(r.nack_list().map(|n| n.len()), Some(0));
+        // A second copy changes nothing.
+        r.handle_packet(Time::from_ms(115), rtx);
+        assert_eq!(r.video_stats().frames_rendered, 2);
+        assert_eq!(r.nacks_sent(), 2);
     }
 
     #[test]
