@@ -50,6 +50,10 @@ pub const PLAYOUT_BUFFER: Duration = Duration::from_ms(20);
 /// retransmission: an EWMA standing in for libwebrtc's timestamp extrapolator.
 const PLAYOUT_GAIN: f64 = 0.1;
 
+/// libwebrtc's `kMaxAllowedFrameDelay`: later than this past its render time, a frame is
+/// dropped if a newer one can be decoded.
+const MAX_LATE: Duration = Duration::from_ms(5);
+
 pub struct FrameReceiver {
     partial: BTreeMap<u64, Partial>,
     last_rendered: Option<(u64, Time)>,
@@ -111,7 +115,15 @@ impl FrameReceiver {
         p.payload += payload;
         p.completed = now;
         p.retransmitted |= retransmitted;
-        p.received >= p.count
+        if p.received < p.count { return false; }
+        // A frame not delayed by a retransmission teaches the expected completion delay
+        // (libwebrtc feeds its timestamp extrapolator only with those).
+        if !p.retransmitted {
+            let d = (now - p.capture).as_secs_f64();
+            let e = self.playout_delay.map_or(d, |old| old.as_secs_f64() + PLAYOUT_GAIN * (d - old.as_secs_f64()));
+            self.playout_delay = Some(Duration::from_secs_f64(e));
+        }
+        true
     }
 
     /// First media sequence number of the newest complete key frame not yet rendered.
@@ -119,28 +131,29 @@ impl FrameReceiver {
         self.partial.values().rev().find(|p| p.keyframe && p.received >= p.count).map(|p| p.first_seq)
     }
 
-    /// Render the newest complete frame that nothing missing precedes (`oldest_missing`: the
-    /// oldest media sequence number still being retransmitted). Older complete frames are
-    /// skipped: they are late. True if a frame was rendered.
-    pub fn render_ready(&mut self, now: Time, oldest_missing: Option<u64>) -> bool {
-        let ready = self.partial.iter().rev()
-            .find(|(_, p)| p.received >= p.count && oldest_missing.is_none_or(|m| p.first_seq < m))
-            .map(|(&f, _)| f);
-        let Some(frame) = ready else { return false };
-        let p = self.partial[&frame];
-        // libwebrtc renders a frame at its render time (expected arrival + playout delay) or,
-        // when that has passed (a frame that waited for a retransmission), at once; frames not
-        // delayed by a retransmission teach the expected arrival.
-        let mut at = now;
-        if let Some(d) = self.playout_delay { at = at.max(p.capture + d + PLAYOUT_BUFFER); }
-        if let Some((_, t)) = self.last_rendered { at = at.max(t); }
-        if !p.retransmitted {
-            let d = (p.completed - p.capture).as_secs_f64();
-            let e = self.playout_delay.map_or(d, |old| old.as_secs_f64() + PLAYOUT_GAIN * (d - old.as_secs_f64()));
-            self.playout_delay = Some(Duration::from_secs_f64(e));
+    /// Show the complete frames that nothing missing precedes (`oldest_missing`: the oldest
+    /// media sequence number still being retransmitted), in order, each at its render time
+    /// (expected completion + [`PLAYOUT_BUFFER`]) or at once when that has passed. A frame more
+    /// than 5 ms past its render time is dropped when a newer one is ready (libwebrtc's
+    /// `FrameDecodeTiming`, `kMaxAllowedFrameDelay`). Returns the frames shown.
+    pub fn render_ready(&mut self, now: Time, oldest_missing: Option<u64>) -> u32 {
+        let ready: Vec<u64> = self.partial.iter()
+            .filter(|(_, p)| p.received >= p.count && oldest_missing.is_none_or(|m| p.first_seq < m))
+            .map(|(&f, _)| f).collect();
+        let mut shown = 0;
+        for (i, &frame) in ready.iter().enumerate() {
+            let Some(p) = self.partial.get(&frame).copied() else { continue };
+            let due = self.playout_delay.map(|d| p.capture + d + PLAYOUT_BUFFER);
+            if i + 1 < ready.len() && due.is_some_and(|t| now - t > MAX_LATE) {
+                self.partial.remove(&frame);
+                continue;
+            }
+            let mut at = due.map_or(now, |t| t.max(now));
+            if let Some((_, t)) = self.last_rendered { at = at.max(t); }
+            self.render(at, frame);
+            shown += 1;
         }
-        self.render(at, frame);
-        true
+        shown
     }
 
     /// Show complete frame `frame` at `now`.
@@ -231,31 +244,49 @@ mod tests {
 
     #[test]
     fn with_nack_a_frame_waits_for_the_retransmission_before_it() {
-        // Frames 0..=2 of two packets each (media seq 0..=5); seq 3 (frame 1) is lost.
+        // Frames 0..=4 of two packets each (media seq 2 f, 2 f + 1), captured every 33 ms and
+        // complete 10 ms later; seq 3 (frame 1) is lost and retransmitted.
         let mut r = FrameReceiver::new();
         let ms = Time::from_ms;
         let pkt = |r: &mut FrameReceiver, t: i64, f: u64, rtx: bool| r.add_packet(ms(t), f, 2, ms(33 * f as i64), Bytes::new(500), false, 2 * f, rtx);
         assert!(!pkt(&mut r, 9, 0, false) && pkt(&mut r, 10, 0, false));
-        // The first frame sets the expected completion delay (10 ms); it renders at once.
-        assert!(r.render_ready(ms(10), None));
+        // Expected completion delay 10 ms: frame 0 is shown at its render time 0 + 10 + 20 ms.
+        assert_eq!(r.render_ready(ms(10), None), 1);
         assert!(!pkt(&mut r, 43, 1, false));
         assert!(!pkt(&mut r, 75, 2, false) && pkt(&mut r, 76, 2, false));
-        // Seq 3 is on the NACK list: frame 2 (first seq 4) may not render.
-        assert!(!r.render_ready(ms(76), Some(3)));
-        // The RTX arrives: frame 1 completes, and the newest ready frame (2) is shown, at once:
-        // its render time (66 + 10 + 20 ms buffer) has passed.
+        // Seq 3 is on the NACK list: frame 2 (first seq 4) may not be shown.
+        assert_eq!(r.render_ready(ms(76), Some(3)), 0);
+        // The RTX arrives at 150 ms: frame 1 (render time 63 ms) is more than 5 ms late and a
+        // newer frame is ready, so it is dropped; frame 2 (render time 96 ms) is shown at once.
         assert!(pkt(&mut r, 150, 1, true));
-        assert!(r.render_ready(ms(150), None));
+        assert_eq!(r.render_ready(ms(150), None), 1);
         assert_eq!(r.stats.frames_rendered, 2);
-        assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(10) + Duration::from_ms(150 - 66));
+        assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(30 + 84));
         // A late copy of frame 1 is ignored.
         assert!(!pkt(&mut r, 160, 1, true));
-        // Frame 3 is lost whole. Frame 4, on time (completion delay 10 ms): shown at its render
-        // time 132 + 10 + 20 ms (frame 2, with no retransmitted packet, kept the expected
-        // delay at 10 + 0.1 × (10 − 10) ms).
+        // Frame 3 is lost whole. Frame 4, on time: shown at its render time 132 + 10 + 20 ms.
         assert!(!pkt(&mut r, 141, 4, false) && pkt(&mut r, 142, 4, false));
-        assert!(r.render_ready(ms(142), None));
-        assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(10 + 84 + 30));
+        assert_eq!(r.render_ready(ms(142), None), 1);
+        assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(30 + 84 + 30));
+    }
+
+    #[test]
+    fn with_nack_frames_still_before_their_render_time_are_all_shown() {
+        let mut r = FrameReceiver::new();
+        let ms = Time::from_ms;
+        // Frame 0 completes 50 ms after capture: shown at 0 + 50 + 20 ms.
+        assert!(r.add_packet(ms(50), 0, 1, ms(0), Bytes::new(500), false, 0, false));
+        assert_eq!(r.render_ready(ms(50), None), 1);
+        // Frame 2 completes 10 ms after capture: expected delay 50 + 0.1 × (10 − 50) = 46 ms.
+        assert!(r.add_packet(ms(76), 2, 1, ms(66), Bytes::new(500), false, 2, false));
+        assert_eq!(r.render_ready(ms(76), Some(1)), 0);
+        // Frame 1's retransmission arrives at 100 ms, 1 ms after its render time 33 + 46 + 20:
+        // within the 5 ms allowance, so frames 1 and 2 are both shown, in order.
+        assert!(r.add_packet(ms(100), 1, 1, ms(33), Bytes::new(500), false, 1, true));
+        assert_eq!(r.render_ready(ms(100), None), 2);
+        // Frame 1 at 100 ms, frame 2 at its render time 66 + 46 + 20 = 132 ms.
+        assert_eq!(r.stats.frames_rendered, 3);
+        assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(70 + 67 + 66));
     }
 
     #[test]
