@@ -37,8 +37,8 @@ impl VideoStats {
 #[derive(Clone, Copy)]
 struct Partial {
     received: u16, count: u16, capture: Time, payload: Bytes, keyframe: bool, first_seq: u64,
-    /// When the last packet arrived, and whether any was a retransmission (NACK mode).
-    completed: Time, retransmitted: bool,
+    /// Whether any packet was a retransmission (NACK mode).
+    retransmitted: bool,
 }
 
 /// libwebrtc's render-side delay a frame that is on time waits after it is decodable:
@@ -110,10 +110,9 @@ impl FrameReceiver {
     #[allow(clippy::too_many_arguments)]
     pub fn add_packet(&mut self, now: Time, frame: u64, count: u16, capture: Time, payload: Bytes, keyframe: bool, first_seq: u64, retransmitted: bool) -> bool {
         if let Some((last, _)) = self.last_rendered { if frame <= last { return false; } }
-        let p = self.partial.entry(frame).or_insert(Partial { received: 0, count, capture, payload: Bytes::ZERO, keyframe, first_seq, completed: now, retransmitted: false });
+        let p = self.partial.entry(frame).or_insert(Partial { received: 0, count, capture, payload: Bytes::ZERO, keyframe, first_seq, retransmitted: false });
         p.received += 1;
         p.payload += payload;
-        p.completed = now;
         p.retransmitted |= retransmitted;
         if p.received < p.count { return false; }
         // A frame not delayed by a retransmission teaches the expected completion delay
