@@ -289,7 +289,7 @@ impl Receiver {
                 if o.packet_log { log.seq.push(seq); log.recv.push(now); }
                 // Frames are rendered only while counted (the scenario's end in `live run`).
                 let frame = mh.filter(|h| counted && !h.padding && !h.audio)
-                    .map(|h| FramePart { frame: h.frame as u64, count: h.count, capture: clock.from_unix_us(h.capture_unix_us), keyframe: h.keyframe });
+                    .map(|h| FramePart { frame: h.frame as u64, index: h.index, media_seq: None, count: h.count, capture: clock.from_unix_us(h.capture_unix_us), keyframe: h.keyframe });
                 let a = Arrival { seq, size, send_time, kind: mh.map(|h| h.kind()).unwrap_or_default(), frame };
                 on_arrival(&mut self.rx, now, a, |m| wire.send(&self.sock, self.peer, m, ssrc, &mut st));
             }
@@ -385,6 +385,8 @@ impl Wire {
                 let remb = Remb { sender_ssrc: self.feedback_ssrc, bitrate_bps: rate.bps().max(0) as u64, ssrcs: vec![media_ssrc] };
                 if remb.write(out).is_ok() && sock.send_to(out, peer).is_ok() { st.remb_packets += 1; }
             }
+            // Never produced: `live run` refuses `media.nack` (run.rs).
+            ReceiverTransmit::Nack(_) => {}
         }
     }
 }

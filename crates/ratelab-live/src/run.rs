@@ -103,6 +103,10 @@ fn live_flows(sc: &Scenario, controller: Option<&str>) -> Result<Vec<FlowSpec>, 
         // The wire format has no FEC packets yet: refuse rather than run without protection.
         return Err(ConfigError::new(format!("flows[{i}].media.fec"), "live mode does not carry FEC packets yet; run media.fec = true in the simulator (`ratelab run`)"));
     }
+    // Live mode carries no RTCP NACK / RTX on its wire yet: refuse rather than run without it.
+    if let Some(i) = sc.flows.iter().position(|f| f.media.nack) {
+        return Err(ConfigError::new(format!("flows[{i}].media.nack"), "NACK/RTX retransmission runs in the simulator only (`ratelab run`); live mode does not carry it yet"));
+    }
     let specs = expand_flows(sc, controller);
     if specs.is_empty() { return Err(ConfigError::new("flows", "live mode needs at least one media flow")); }
     if specs.len() > MAX_FLOWS { return Err(ConfigError::new("flows", format!("live mode runs at most {MAX_FLOWS} media flows (count expanded), not {}", specs.len()))); }
@@ -208,7 +212,7 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         }
         metrics.push(m);
     }
-    let records: Vec<FlowRecord> = specs.iter().zip(&metrics).map(|(s, m)| FlowRecord { info: &s.info, metrics: m, video: Some(m.video.unwrap_or_default()) }).collect();
+    let records: Vec<FlowRecord> = specs.iter().zip(&metrics).map(|(s, m)| FlowRecord { info: &s.info, metrics: m, video: Some(m.video.unwrap_or_default()), retransmitted: None }).collect();
     let links: Vec<LinkRecord> = (0..capacities.len()).map(|d| LinkRecord { capacity: &capacities[d][0].1, route_changes: &capacities[d][1..], stats: eres.link_stats[d] }).collect();
     let events = sres.iter().map(|r| r.stats.packets_sent).sum::<u64>() + rres.iter().map(|r| r.stats.feedback_packets).sum::<u64>();
     let mut summary = summarize(end, events, &links, &records);
@@ -322,6 +326,17 @@ mod tests {
         let e = live_flows(&sc, None).err().expect("refused");
         assert_eq!(e.field, "flows[1].media.fec");
         assert!(e.message.contains("FEC"), "{}", e.message);
+    }
+
+    #[test]
+    fn nack_is_refused_by_name_not_ignored() {
+        let v = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000},
+                                   "flows": [{"kind": "media"}, {"kind": "media", "media": {"nack": true}}]});
+        let sc = Scenario::from_json(&v.to_string()).unwrap();
+        let e = live_flows(&sc, None).expect_err("refused");
+        assert!(e.to_string().contains("flows[1].media.nack"), "{e}");
+        let ok = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000}, "flows": [{"kind": "media"}]});
+        assert!(live_flows(&Scenario::from_json(&ok.to_string()).unwrap(), None).is_ok());
     }
 
     #[test]

@@ -263,7 +263,7 @@ impl Sender {
                 let datagram = (t.size.get() - IP_UDP_OVERHEAD).max(MIN_DATAGRAM as i64) as usize;
                 let padding = t.payload == Payload::Padding;
                 let (mh, marker, ts, pt) = match t.payload {
-                    Payload::Media { frame, index, count, capture, keyframe } => (
+                    Payload::Media { frame, index, count, capture, keyframe, .. } => (
                         MediaHeader { keyframe, frame: frame as u32, index, count, capture_unix_us: clock.unix_us(capture), ..Default::default() },
                         index + 1 == count, (capture.as_us() * 9 / 100) as u32, payload::PT_MEDIA),
                     Payload::Audio => (MediaHeader { audio: true, capture_unix_us: clock.unix_us(t.capture), ..Default::default() }, false, (t.capture.as_us() * 48 / 1000) as u32, payload::PT_AUDIO),

@@ -132,6 +132,7 @@ fn agree(mode: &str) {
                 push(&log, format!("{} fb {:?}", r.report_time.as_us(), a));
             }
             ReceiverTransmit::Estimate(rate) => push(&log, format!("{} est {}", now.as_us(), rate.bps())),
+            ReceiverTransmit::Nack(seqs) => push(&log, format!("{} nack {:?}", now.as_us(), seqs)),
         }
     };
     let cutoff = start + Duration::from_secs(4);

@@ -6,6 +6,7 @@
 use crate::controller::{PacketKind, ReceivedPacket, ReceiverEstimator};
 use crate::feedback::generator::{FeedbackGenerator, FeedbackReport, GeneratorMode};
 use crate::media::fec::recovery::{FecInfo, FecReceiver, Recovered};
+use crate::media::nack::{Arrived, NackList, PROCESS_INTERVAL};
 use crate::media::receiver::{FrameReceiver, VideoStats};
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
@@ -17,6 +18,8 @@ pub enum ReceiverTimer {
     Feedback,
     /// The receiver-side estimator's tick (only with an estimator).
     Estimator,
+    /// The NACK list's periodic re-send check (only with `media.nack`).
+    Nack,
 }
 
 /// A message the receiver sends back to the sender now.
@@ -26,12 +29,19 @@ pub enum ReceiverTransmit {
     Feedback(FeedbackReport),
     /// A receiver-side estimate (REMB on the wire).
     Estimate(Bitrate),
+    /// A generic NACK (RFC 4585 §6.2.1) for these media sequence numbers (`media.nack`).
+    Nack(Vec<u64>),
 }
 
 /// The video frame a media packet belongs to (its RTP-level media header).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FramePart {
     pub frame: u64,
+    /// The packet's index in the frame.
+    pub index: u16,
+    /// The flow's RTP sequence number of the packet (an RTX packet: of the one it repeats);
+    /// `None` where the driver does not carry it (live mode, which refuses `media.nack`).
+    pub media_seq: Option<u64>,
     /// Packets in the frame.
     pub count: u16,
     pub capture: Time,
@@ -65,7 +75,11 @@ pub struct MediaReceiver {
     next_estimate: Option<Time>,
     /// When each timer was last armed (a counter): timers due at the same instant run in the
     /// order they were armed, as the simulator's event queue runs them.
-    armed: [u64; 2],
+    armed: [u64; 3],
+    /// The NACK list (`media.nack`; `None`: no retransmission requests).
+    nack: Option<NackList>,
+    next_nack: Option<Time>,
+    nacks: u64,
     arms: u64,
     out: VecDeque<ReceiverTransmit>,
     reports: u64,
@@ -79,7 +93,7 @@ const MAX_TIMER_LAG: Duration = Duration::from_secs(1);
 
 impl MediaReceiver {
     pub fn new(frames: FrameReceiver, feedback: FeedbackGenerator, estimator: Option<Box<dyn ReceiverEstimator>>, header: Bytes, return_delay: Option<Duration>) -> MediaReceiver {
-        MediaReceiver { frames, feedback, estimator, header, return_delay, next_feedback: None, next_estimate: None, armed: [0; 2], arms: 0, out: VecDeque::new(), reports: 0, estimates: 0, fec: None }
+        MediaReceiver { frames, feedback, estimator, header, return_delay, next_feedback: None, next_estimate: None, armed: [0; 3], nack: None, next_nack: None, nacks: 0, arms: 0, out: VecDeque::new(), reports: 0, estimates: 0, fec: None }
     }
 
     /// Replace the receiver-side estimator (before [`MediaReceiver::start`]).
@@ -89,6 +103,12 @@ impl MediaReceiver {
         self.estimator = self.estimator.take().map(f);
     }
     pub fn has_estimator(&self) -> bool { self.estimator.is_some() }
+    /// Ask for lost media with NACKs and hold frames behind a retransmission (`media.nack`).
+    pub fn enable_nack(&mut self) { self.nack = Some(NackList::new()); }
+    /// The NACK list, with its give-up and key-frame-request counters.
+    pub fn nack_list(&self) -> Option<&NackList> { self.nack.as_ref() }
+    /// NACK messages sent so far.
+    pub fn nacks_sent(&self) -> u64 { self.nacks }
     pub fn set_return_delay(&mut self, d: Option<Duration>) { self.return_delay = d; }
     /// Recover lost media packets from FEC packets (`media.fec`).
     pub fn enable_fec(&mut self) { self.fec = Some(FecReceiver::new()); }
@@ -102,6 +122,8 @@ impl MediaReceiver {
         self.arm(ReceiverTimer::Feedback);
         self.next_estimate = self.estimator.as_ref().map(|e| now + e.tick_interval());
         self.arm(ReceiverTimer::Estimator);
+        self.next_nack = self.nack.as_ref().map(|_| now + PROCESS_INTERVAL);
+        self.arm(ReceiverTimer::Nack);
     }
 
     fn arm(&mut self, which: ReceiverTimer) {
@@ -115,20 +137,26 @@ impl MediaReceiver {
         match which {
             ReceiverTimer::Feedback => self.next_feedback,
             ReceiverTimer::Estimator => self.next_estimate,
+            ReceiverTimer::Nack => self.next_nack,
         }
     }
 
     /// The earliest time anything is due.
-    pub fn poll_timeout(&self) -> Option<Time> { [self.next_feedback, self.next_estimate].into_iter().flatten().min() }
+    pub fn poll_timeout(&self) -> Option<Time> { [self.next_feedback, self.next_estimate, self.next_nack].into_iter().flatten().min() }
 
     /// Run every timer due by `now`, each once, earliest first (a wall-clock driver, which may
     /// be late; a timer still due after that runs on the next call).
     pub fn handle_timeout(&mut self, now: Time) {
-        let key = |w: ReceiverTimer| self.timer(w).filter(|&t| t <= now).map(|t| (t, self.armed[w as usize]));
-        let (f, e) = (key(ReceiverTimer::Feedback), key(ReceiverTimer::Estimator));
-        let run_f = |r: &mut Self| if let Some((t, _)) = f { r.feedback_timer(t, now) };
-        let run_e = |r: &mut Self| if let Some((t, _)) = e { r.estimator_timer(t, now) };
-        if e.is_some() && (f.is_none() || e < f) { run_e(self); run_f(self); } else { run_f(self); run_e(self); }
+        let key = |w: ReceiverTimer| self.timer(w).filter(|&t| t <= now).map(|t| (t, self.armed[w as usize], w as u8));
+        let mut due = [ReceiverTimer::Feedback, ReceiverTimer::Estimator, ReceiverTimer::Nack].map(key);
+        due.sort_unstable(); // `None` (not due) first
+        for (t, _, w) in due.into_iter().flatten() {
+            match w {
+                0 => self.feedback_timer(t, now),
+                1 => self.estimator_timer(t, now),
+                _ => self.nack_timer(t, now),
+            }
+        }
     }
 
     /// Run one timer that the driver scheduled for exactly `now` (the simulator's events).
@@ -137,6 +165,7 @@ impl MediaReceiver {
         match which {
             ReceiverTimer::Feedback => self.feedback_timer(now, now),
             ReceiverTimer::Estimator => self.estimator_timer(now, now),
+            ReceiverTimer::Nack => self.nack_timer(now, now),
         }
     }
 
@@ -145,10 +174,15 @@ impl MediaReceiver {
     #[inline]
     pub fn handle_packet(&mut self, now: Time, a: Arrival) {
         if let Some(f) = a.frame {
-            self.frames.on_packet(now, f.frame, f.count, f.capture, a.size - self.header, f.keyframe);
-            if let Some(fec) = self.fec.as_mut() {
-                let rec = fec.on_media(f.frame, f.count, f.capture, f.keyframe);
-                self.render_recovered(now, rec);
+            match (self.nack.is_some(), f.media_seq) {
+                (true, Some(seq)) => self.media_with_nack(now, &a, f, seq),
+                _ => {
+                    self.frames.on_packet(now, f.frame, f.count, f.capture, a.size - self.header, f.keyframe);
+                    if let Some(fec) = self.fec.as_mut() {
+                        let rec = fec.on_media(f.frame, f.count, f.capture, f.keyframe);
+                        self.render_recovered(now, rec);
+                    }
+                }
             }
         }
         if let Some(e) = self.estimator.as_mut() {
@@ -170,6 +204,48 @@ impl MediaReceiver {
 
     fn render_recovered(&mut self, now: Time, rec: Vec<Recovered>) {
         for r in rec { self.frames.on_packet(now, r.frame, r.count, r.capture, r.payload, r.keyframe); }
+    }
+
+    /// A media packet with NACK on: the list learns of it (a gap is NACKed at once), a second
+    /// copy is dropped, and the newest frame nothing missing precedes is rendered. The RTT the
+    /// list re-sends by is this receiver's own: the packet's one-way delay plus the return
+    /// delay (the network RTT that libwebrtc's RTCP measures).
+    fn media_with_nack(&mut self, now: Time, a: &Arrival, f: FramePart, seq: u64) {
+        let Some(n) = self.nack.as_mut() else { return };
+        if let (Some(ret), Some(s)) = (self.return_delay, a.send_time) { n.update_rtt((now - s) + ret); }
+        let mut batch = Vec::new();
+        let arrived = n.on_packet(now, seq, f.keyframe && f.index == 0, &mut batch);
+        self.push_nack(batch);
+        if arrived == Arrived::Stale { return; }
+        let payload = a.size - self.header;
+        self.frames.add_packet(now, f.frame, f.count, f.capture, payload, f.keyframe, seq - f.index as u64, arrived == Arrived::Recovered);
+        self.render_ready(now);
+    }
+
+    /// A complete key frame makes the requests before it useless (libwebrtc clears up to a
+    /// frame that became continuous); then show what nothing missing holds back.
+    fn render_ready(&mut self, now: Time) {
+        let Some(n) = self.nack.as_mut() else { return };
+        if let Some(k) = self.frames.newest_complete_keyframe() { n.clear_up_to(k); }
+        self.frames.render_ready(now, n.oldest_missing());
+    }
+
+    fn push_nack(&mut self, batch: Vec<u64>) {
+        if batch.is_empty() { return; }
+        self.nacks += 1;
+        self.out.push_back(ReceiverTransmit::Nack(batch));
+    }
+
+    /// The NACK check due at `t`, run at `now`: re-send what is a RTT old; what was given up
+    /// no longer holds frames back.
+    fn nack_timer(&mut self, t: Time, now: Time) {
+        let Some(n) = self.nack.as_mut() else { self.next_nack = None; return };
+        let mut batch = Vec::new();
+        n.process(now, &mut batch);
+        self.push_nack(batch);
+        self.render_ready(now);
+        self.next_nack = Some(next_after(t, now, PROCESS_INTERVAL));
+        self.arm(ReceiverTimer::Nack);
     }
 
     /// The sender paused (`true`) or resumed its media on purpose: the gap is not a freeze.
@@ -249,7 +325,7 @@ mod tests {
     }
 
     fn video(seq: u64, frame: u64) -> Arrival {
-        Arrival { seq, size: Bytes::new(1040), send_time: None, kind: PacketKind::Video, frame: Some(FramePart { frame, count: 1, capture: Time::ZERO, keyframe: false }) }
+        Arrival { seq, size: Bytes::new(1040), send_time: None, kind: PacketKind::Video, frame: Some(FramePart { frame, index: 0, media_seq: None, count: 1, capture: Time::ZERO, keyframe: false }) }
     }
 
     #[test]
@@ -271,6 +347,37 @@ mod tests {
         // Far behind: restart from now.
         r.handle_timeout(Time::from_ms(5_000));
         assert_eq!(r.timer(ReceiverTimer::Feedback), Some(Time::from_ms(5_050)));
+    }
+
+    #[test]
+    fn nack_mode_requests_a_gap_at_once_then_every_rtt_and_renders_on_the_retransmission() {
+        let mut r = MediaReceiver::new(FrameReceiver::new(), FeedbackGenerator::new(GeneratorMode::Twcc, Duration::from_ms(50)), None, Bytes::new(40), Some(Duration::from_ms(30)));
+        r.enable_nack();
+        r.start(Time::ZERO);
+        assert_eq!(r.timer(ReceiverTimer::Nack), Some(Time::from_ms(20)));
+        // Frame f has one packet, media seq f, sent at 10 f ms, arriving 20 ms later: RTT 50 ms.
+        let pkt = |f: u64| Arrival { seq: f, size: Bytes::new(1040), send_time: Some(Time::from_ms(10 * f as i64)), kind: PacketKind::Video,
+                                     frame: Some(FramePart { frame: f, index: 0, media_seq: Some(f), count: 1, capture: Time::from_ms(10 * f as i64), keyframe: false }) };
+        let at = |f: u64| Time::from_ms(10 * f as i64 + 20);
+        r.handle_packet(at(0), pkt(0));
+        r.handle_packet(at(2), pkt(2)); // 1 is lost
+        assert_eq!(r.poll_transmit(), Some(ReceiverTransmit::Nack(vec![1])));
+        assert_eq!(r.video_stats().frames_rendered, 1, "frame 2 waits for 1");
+        // NACK checks run every 20 ms; the RTT is 50 ms, so the next NACK goes at 100 ms.
+        for t in [20, 40, 60, 80] { r.handle_timer(Time::from_ms(t), ReceiverTimer::Nack); }
+        assert!(!std::iter::from_fn(|| r.poll_transmit()).any(|m| matches!(m, ReceiverTransmit::Nack(_))));
+        r.handle_timer(Time::from_ms(100), ReceiverTimer::Nack);
+        assert!(std::iter::from_fn(|| r.poll_transmit()).any(|m| m == ReceiverTransmit::Nack(vec![1])));
+        // The RTX copy of 1 arrives (sent at 90 ms): frame 2, the newest ready, is shown.
+        let mut rtx = pkt(1);
+        rtx.send_time = Some(Time::from_ms(90));
+        r.handle_packet(Time::from_ms(110), rtx);
+        assert_eq!(r.video_stats().frames_rendered, 2);
+        assert_eq!(r.nack_list().map(|n| n.len()), Some(0));
+        // A second copy changes nothing.
+        r.handle_packet(Time::from_ms(115), rtx);
+        assert_eq!(r.video_stats().frames_rendered, 2);
+        assert_eq!(r.nacks_sent(), 2);
     }
 
     #[test]

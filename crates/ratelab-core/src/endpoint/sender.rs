@@ -9,6 +9,7 @@ use crate::feedback::history::SendHistory;
 use crate::media::encoder::{packetize, Encoder};
 use crate::media::fec::FecSender;
 use crate::media::pacer::{Pacer, QueuedPacket};
+use crate::media::rtx::RtxHistory;
 use crate::network::packet::Payload;
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
@@ -101,6 +102,12 @@ pub struct MediaSender {
     frames_encoded: u64,
     /// libwebrtc's loss protection (`media.fec`): ULPFEC packets and the encoder's share.
     fec: Option<FecSender>,
+    /// The flow's next RTP (media) sequence number.
+    next_media_seq: u64,
+    /// Sent media kept for NACKs (`media.nack`; `None`: no retransmission).
+    rtx: Option<RtxHistory>,
+    retransmitted_packets: u64,
+    retransmitted_bytes: Bytes,
 }
 
 /// Stands in for the controller while [`MediaSender::map_controller`] swaps it.
@@ -124,6 +131,7 @@ impl MediaSender {
             include_report_time: p.include_report_time, pauses: p.pauses, in_pause: false, cwnd_reduce_ratio: 0.0, cwnd_drop_interval: None,
             cwnd_frame_counter: 0, audio: p.audio, next_frame: None, next_audio: None, next_tick: None, pacer_wake: None, pacer_armed: None,
             out: VecDeque::new(), pause_edge: None, min_wire: Bytes::ZERO, in_flight_timeout: None, expired: Bytes::ZERO, frames_encoded: 0, fec: None,
+            next_media_seq: 0, rtx: None, retransmitted_packets: 0, retransmitted_bytes: Bytes::ZERO,
         }
     }
 
@@ -137,6 +145,8 @@ impl MediaSender {
     /// Turn on loss protection (`media.fec`) before the start.
     pub fn set_fec(&mut self, fec: FecSender) { self.fec = Some(fec); }
     pub fn fec(&self) -> Option<&FecSender> { self.fec.as_ref() }
+    /// Answer NACKs with RTX packets from a send-side history (`media.nack`).
+    pub fn enable_nack(&mut self) { self.rtx = Some(RtxHistory::new()); }
 
     /// Replace the controller before the start (the RL environment's rate follower).
     pub fn set_controller(&mut self, c: Box<dyn Controller>) { self.controller = c; }
@@ -222,8 +232,28 @@ impl MediaSender {
         let fb = self.history.on_report(now, report, with_time && self.include_report_time);
         if fb.packets.is_empty() { return; }
         if let Some(f) = self.fec.as_mut() { f.on_feedback(&fb); }
+        if let Some(h) = self.rtx.as_mut() {
+            // The history's RTT, as RTCP measures it (receiver hold time removed): the newest
+            // packet the report acknowledges.
+            if let Some(p) = fb.packets.iter().rev().find(|p| p.received()) {
+                if let Some(rx) = p.recv_time { h.set_rtt((now - p.sent.send_time) - (report.report_time - rx)); }
+            }
+        }
         let u = self.controller.on_feedback(&fb);
         self.apply(now, u);
+        self.arm_pacer(now);
+    }
+
+    /// A generic NACK (RFC 4585) listing media sequence numbers: each one still in the history
+    /// (and not retransmitted within the last RTT) goes into the pacer as an RTX packet, ahead
+    /// of new video (libwebrtc's pacer sends retransmissions before video).
+    pub fn handle_nack(&mut self, now: Time, media_seqs: &[u64]) {
+        let Some(h) = self.rtx.as_mut() else { return };
+        for &seq in media_seqs {
+            if let Some((size, payload)) = h.retransmit(now, seq) {
+                self.pacer.enqueue_retransmission(QueuedPacket { size, payload, enqueue_time: now });
+            }
+        }
         self.arm_pacer(now);
     }
 
@@ -251,6 +281,8 @@ impl MediaSender {
     pub fn constraints(&self) -> Constraints { self.constraints }
     pub fn header(&self) -> Bytes { self.header }
     pub fn frames_encoded(&self) -> u64 { self.frames_encoded }
+    /// RTX packets sent and their bytes on the wire (`None` without `media.nack`).
+    pub fn retransmitted(&self) -> Option<(u64, Bytes)> { self.rtx.as_ref().map(|_| (self.retransmitted_packets, self.retransmitted_bytes)) }
     /// WebRTC's encoder pause is on (the pacer queue is too long).
     pub fn encoder_paused(&self) -> bool { self.paused }
     pub fn in_flight(&self) -> Bytes { self.history.in_flight() }
@@ -275,7 +307,8 @@ impl MediaSender {
             if let Some(f) = self.fec.as_mut() { f.on_encoded(now, frame.size, frame.keyframe); }
             self.observe_packetization(frame.size, count);
             for (i, p) in parts.enumerate() {
-                let payload = Payload::Media { frame: frame.id, index: i as u16, count: count as u16, capture: t, keyframe: frame.keyframe };
+                let payload = Payload::Media { frame: frame.id, index: i as u16, count: count as u16, capture: t, keyframe: frame.keyframe, media_seq: self.next_media_seq, rtx: false };
+                self.next_media_seq += 1;
                 self.pacer.enqueue(QueuedPacket { size: p + self.header, payload, enqueue_time: now });
             }
         }
@@ -310,6 +343,10 @@ impl MediaSender {
     fn release(&mut self, now: Time) {
         while let Some(rel) = self.pacer.poll(now, self.history.in_flight()) {
             let capture = match rel.payload { Payload::Media { capture, .. } => capture, _ => now };
+            if let (Some(h), Payload::Media { media_seq, rtx, .. }) = (self.rtx.as_mut(), rel.payload) {
+                h.on_sent(now, media_seq, rel.size, rel.payload);
+                if rtx { self.retransmitted_packets += 1; self.retransmitted_bytes += rel.size; }
+            }
             self.send(now, rel.size, rel.probe_cluster, rel.payload, capture);
             if self.fec.is_some() { self.protect(now, rel.size, rel.payload); }
         }
@@ -321,7 +358,9 @@ impl MediaSender {
     fn protect(&mut self, now: Time, size: Bytes, payload: Payload) {
         let Some(f) = self.fec.as_mut() else { return };
         match payload {
-            Payload::Media { frame, index, count, capture, keyframe } => {
+            // A retransmission is not protected again (libwebrtc's generator sees media only).
+            Payload::Media { rtx: true, .. } => {}
+            Payload::Media { frame, index, count, capture, keyframe, .. } => {
                 let last = index + 1 == count;
                 if let Some(b) = f.on_media_sent(now, frame, capture, keyframe, last, size, size - self.header) {
                     let payload = Payload::Fec {

@@ -5,3 +5,5 @@ pub mod fec;
 pub mod pacer;
 pub mod quality;
 pub mod receiver;
+pub mod nack;
+pub mod rtx;

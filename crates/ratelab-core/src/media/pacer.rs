@@ -70,6 +70,8 @@ pub struct Pacer {
     burst_interval: Duration,
     /// The last burst ran the debt up to the allowance: nothing leaves until it is drained.
     burst_full: bool,
+    /// Retransmissions at the head of `queue` (they go before video, `media.nack`).
+    retransmissions: usize,
 }
 
 /// While the congestion window blocks, libwebrtc still lets one packet out this often so that
@@ -81,7 +83,7 @@ impl Pacer {
         Pacer {
             queue: VecDeque::new(), queue_bytes: Bytes::ZERO, enqueue_sum_us: 0, pacing_rate, padding_rate: Bitrate::ZERO,
             cwnd: Bytes::INFINITY, next_media: Time::ZERO, next_padding: Time::ZERO, probes: VecDeque::new(),
-            queue_time_limit, drain_large_queues: true, last_send: Time::ZERO, burst_interval: Duration::ZERO, burst_full: false,
+            queue_time_limit, drain_large_queues: true, last_send: Time::ZERO, burst_interval: Duration::ZERO, burst_full: false, retransmissions: 0,
         }
     }
 
@@ -116,6 +118,24 @@ impl Pacer {
         self.queue_bytes += pkt.size;
         self.enqueue_sum_us += pkt.enqueue_time.as_us() as i128;
         self.queue.push_back(pkt);
+    }
+
+    /// Queue an RTX packet behind earlier retransmissions and ahead of all video, as
+    /// libwebrtc's `PrioritizedPacketQueue` orders them (audio, retransmission, video, FEC,
+    /// padding; audio is not paced here).
+    pub fn enqueue_retransmission(&mut self, pkt: QueuedPacket) {
+        self.queue_bytes += pkt.size;
+        self.enqueue_sum_us += pkt.enqueue_time.as_us() as i128;
+        self.queue.insert(self.retransmissions, pkt);
+        self.retransmissions += 1;
+    }
+
+    fn pop_front(&mut self) -> Option<QueuedPacket> {
+        let q = self.queue.pop_front()?;
+        self.retransmissions = self.retransmissions.saturating_sub(1);
+        self.queue_bytes -= q.size;
+        self.enqueue_sum_us -= q.enqueue_time.as_us() as i128;
+        Some(q)
     }
 
     /// Expected time to drain the queue at the pacing rate (the encoder-pause signal).
@@ -171,21 +191,16 @@ impl Pacer {
         if self.congested(in_flight) {
             // Keep-alive: one queued media packet per interval while the window blocks.
             if now < self.last_send + KEEPALIVE_INTERVAL { return None; }
-            let q = self.queue.pop_front()?;
-            self.queue_bytes -= q.size;
-            self.enqueue_sum_us -= q.enqueue_time.as_us() as i128;
+            let q = self.pop_front()?;
             return Some(Release { size: q.size, payload: q.payload, probe_cluster: None });
         }
-        if let Some(probe) = self.probes.front_mut() {
-            if probe.next_send > now { return None; }
-            let (size, payload) = match self.queue.pop_front() {
-                Some(q) => {
-                    self.queue_bytes -= q.size;
-                    self.enqueue_sum_us -= q.enqueue_time.as_us() as i128;
-                    (q.size, q.payload)
-                }
+        if let Some(next_send) = self.probes.front().map(|p| p.next_send) {
+            if next_send > now { return None; }
+            let (size, payload) = match self.pop_front() {
+                Some(q) => (q.size, q.payload),
                 None => (PADDING_PACKET, Payload::Padding),
             };
+            let probe = self.probes.front_mut()?;
             let id = probe.cluster.id;
             probe.sent_bytes += size;
             probe.sent_packets += 1;
@@ -201,9 +216,7 @@ impl Pacer {
         if let Some(q) = self.queue.front().copied() {
             if self.next_media_send(now) > now { return None; }
             let rate = self.effective_rate(now);
-            self.queue.pop_front();
-            self.queue_bytes -= q.size;
-            self.enqueue_sum_us -= q.enqueue_time.as_us() as i128;
+            self.pop_front();
             let floor = if self.burst_interval > Duration::ZERO { now } else { now - LEGACY_IDLE_BUDGET };
             self.next_media = self.next_media.max(floor) + q.size / rate;
             self.burst_full = self.next_media - now >= self.burst_allowance(rate);
@@ -223,7 +236,7 @@ mod tests {
     use super::*;
 
     fn media(size: i64, t: Time) -> QueuedPacket {
-        QueuedPacket { size: Bytes::new(size), payload: Payload::Media { frame: 0, index: 0, count: 1, capture: t, keyframe: false }, enqueue_time: t }
+        QueuedPacket { size: Bytes::new(size), payload: Payload::Media { frame: 0, index: 0, count: 1, capture: t, keyframe: false, media_seq: 0, rtx: false }, enqueue_time: t }
     }
 
     /// Drain the pacer from t=0, returning release times.
@@ -236,6 +249,27 @@ mod tests {
             if let Some(r) = p.poll(now, Bytes::ZERO) { out.push((now, r)); }
         }
         out
+    }
+
+    #[test]
+    fn retransmissions_go_before_video_in_their_own_order() {
+        let mut p = Pacer::new(Bitrate::from_kbps(800), Duration::from_ms(2000));
+        let seq = |r: &Release| match r.payload { Payload::Media { media_seq, .. } => media_seq, _ => u64::MAX };
+        let pkt = |s: u64, rtx: bool| QueuedPacket {
+            size: Bytes::new(1000), enqueue_time: Time::ZERO,
+            payload: Payload::Media { frame: 0, index: 0, count: 1, capture: Time::ZERO, keyframe: false, media_seq: s, rtx },
+        };
+        for s in 10..13 { p.enqueue(pkt(s, false)); }
+        p.enqueue_retransmission(pkt(3, true));
+        p.enqueue_retransmission(pkt(5, true));
+        assert_eq!(p.queue_bytes(), Bytes::new(5000));
+        let order: Vec<u64> = drain(&mut p, Time::from_secs_f64(1.0)).iter().map(|(_, r)| seq(r)).collect();
+        assert_eq!(order, vec![3, 5, 10, 11, 12]);
+        // Once drained, a new retransmission again goes first.
+        p.enqueue(pkt(13, false));
+        p.enqueue_retransmission(pkt(6, true));
+        let order: Vec<u64> = drain(&mut p, Time::from_secs_f64(2.0)).iter().map(|(_, r)| seq(r)).collect();
+        assert_eq!(order, vec![6, 13]);
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Receiver-side video: frame reassembly and rendering, with freezes counted as the
 //! webrtc-stats `freezeCount` defines them: a rendered-frame interval longer than
-//! max(3 × average frame duration, average + 150 ms). There is no retransmission: a frame with
-//! a lost packet is never decodable and the decoder conceals it by showing the next complete
-//! frame (which is how a loss becomes a visible stall). With a [`QualityTracker`] it also
+//! max(3 × average frame duration, average + 150 ms). Without retransmission (the default) a
+//! frame with a lost packet is never decodable and the decoder conceals it by showing the next
+//! complete frame (which is how a loss becomes a visible stall). With NACK (`media.nack`, the
+//! endpoint's [`FrameReceiver::add_packet`] / [`FrameReceiver::render_ready`]) a complete frame
+//! waits while media before it is still being retransmitted, as libwebrtc's frame buffer only
+//! decodes continuous frames; see docs/models/nack.md. With a [`QualityTracker`] it also
 //! scores every displayed slot in PSNR (media/quality.rs).
 
 use super::quality::QualityTracker;
@@ -32,7 +35,24 @@ impl VideoStats {
 }
 
 #[derive(Clone, Copy)]
-struct Partial { received: u16, count: u16, capture: Time, payload: Bytes, keyframe: bool }
+struct Partial {
+    received: u16, count: u16, capture: Time, payload: Bytes, keyframe: bool, first_seq: u64,
+    /// Whether any packet was a retransmission (NACK mode).
+    retransmitted: bool,
+}
+
+/// libwebrtc's render-side delay a frame that is on time waits after it is decodable:
+/// `kDefaultRenderDelayMs` (10 ms, VCMTiming) + `OPERATING_SYSTEM_JITTER` (10 ms, jitter
+/// estimator). The Kalman jitter term and the decode time are left out (docs/models/nack.md).
+pub const PLAYOUT_BUFFER: Duration = Duration::from_ms(20);
+
+/// The expected completion delay (completion − capture) of frames not delayed by a
+/// retransmission: an EWMA standing in for libwebrtc's timestamp extrapolator.
+const PLAYOUT_GAIN: f64 = 0.1;
+
+/// libwebrtc's `kMaxAllowedFrameDelay`: later than this past its render time, a frame is
+/// dropped if a newer one can be decoded.
+const MAX_LATE: Duration = Duration::from_ms(5);
 
 pub struct FrameReceiver {
     partial: BTreeMap<u64, Partial>,
@@ -44,6 +64,8 @@ pub struct FrameReceiver {
     paused: bool,
     /// The first interval after a resume spans the pause: neither a freeze nor a frame duration.
     skip_next: bool,
+    /// NACK mode's playout timing: the expected completion delay, once a frame set it.
+    playout_delay: Option<Duration>,
     pub stats: VideoStats,
 }
 
@@ -56,7 +78,7 @@ impl Default for FrameReceiver {
 
 impl FrameReceiver {
     pub fn new() -> Self {
-        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, quality: None, paused: false, skip_next: false, stats: VideoStats::default() }
+        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, quality: None, paused: false, skip_next: false, playout_delay: None, stats: VideoStats::default() }
     }
 
     /// A receiver that also scores displayed frames in PSNR.
@@ -77,11 +99,65 @@ impl FrameReceiver {
     /// A media packet of `frame` (`payload` media bytes, headers excluded) arrived at `now`.
     /// Returns true if it completed and rendered a frame.
     pub fn on_packet(&mut self, now: Time, frame: u64, count: u16, capture: Time, payload: Bytes, keyframe: bool) -> bool {
+        if !self.add_packet(now, frame, count, capture, payload, keyframe, 0, false) { return false; }
+        self.render(now, frame);
+        true
+    }
+
+    /// Add a media packet of `frame` (whose first packet has media sequence number
+    /// `first_seq`) without rendering; true if the frame is now complete. The caller passes
+    /// each packet once (with NACK, the NACK list drops second copies).
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_packet(&mut self, now: Time, frame: u64, count: u16, capture: Time, payload: Bytes, keyframe: bool, first_seq: u64, retransmitted: bool) -> bool {
         if let Some((last, _)) = self.last_rendered { if frame <= last { return false; } }
-        let p = self.partial.entry(frame).or_insert(Partial { received: 0, count, capture, payload: Bytes::ZERO, keyframe });
+        let p = self.partial.entry(frame).or_insert(Partial { received: 0, count, capture, payload: Bytes::ZERO, keyframe, first_seq, retransmitted: false });
         p.received += 1;
         p.payload += payload;
+        p.retransmitted |= retransmitted;
         if p.received < p.count { return false; }
+        // A frame not delayed by a retransmission teaches the expected completion delay
+        // (libwebrtc feeds its timestamp extrapolator only with those).
+        if !p.retransmitted {
+            let d = (now - p.capture).as_secs_f64();
+            let e = self.playout_delay.map_or(d, |old| old.as_secs_f64() + PLAYOUT_GAIN * (d - old.as_secs_f64()));
+            self.playout_delay = Some(Duration::from_secs_f64(e));
+        }
+        true
+    }
+
+    /// First media sequence number of the newest complete key frame not yet rendered.
+    pub fn newest_complete_keyframe(&self) -> Option<u64> {
+        self.partial.values().rev().find(|p| p.keyframe && p.received >= p.count).map(|p| p.first_seq)
+    }
+
+    /// Show the complete frames that nothing missing precedes (`oldest_missing`: the oldest
+    /// media sequence number still being retransmitted), in order, each at its render time
+    /// (expected completion + [`PLAYOUT_BUFFER`]) or at once when that has passed. A frame more
+    /// than 5 ms past its render time is dropped when a newer one is ready (libwebrtc's
+    /// `FrameDecodeTiming`, `kMaxAllowedFrameDelay`). Returns the frames shown.
+    pub fn render_ready(&mut self, now: Time, oldest_missing: Option<u64>) -> u32 {
+        let ready: Vec<u64> = self.partial.iter()
+            .filter(|(_, p)| p.received >= p.count && oldest_missing.is_none_or(|m| p.first_seq < m))
+            .map(|(&f, _)| f).collect();
+        let mut shown = 0;
+        for (i, &frame) in ready.iter().enumerate() {
+            let Some(p) = self.partial.get(&frame).copied() else { continue };
+            let due = self.playout_delay.map(|d| p.capture + d + PLAYOUT_BUFFER);
+            if i + 1 < ready.len() && due.is_some_and(|t| now - t > MAX_LATE) {
+                self.partial.remove(&frame);
+                continue;
+            }
+            let mut at = due.map_or(now, |t| t.max(now));
+            if let Some((_, t)) = self.last_rendered { at = at.max(t); }
+            self.render(at, frame);
+            shown += 1;
+        }
+        shown
+    }
+
+    /// Show complete frame `frame` at `now`.
+    fn render(&mut self, now: Time, frame: u64) {
+        let Some(p) = self.partial.get(&frame) else { return };
         let (capture, size, keyframe) = (p.capture, p.payload, p.keyframe);
         if let Some(q) = self.quality.as_mut() { q.on_render(capture, size, keyframe); }
         // Render: frames older than this one can no longer be shown.
@@ -104,7 +180,6 @@ impl FrameReceiver {
         self.stats.frames_rendered += 1;
         self.stats.frame_delay_sum += now - capture;
         self.sync_quality();
-        true
     }
 
     /// The sender paused its media on purpose: the gap is not a freeze.
@@ -164,6 +239,64 @@ mod tests {
         assert!(!r.on_packet(Time::from_ms(41), 0, 2, Time::ZERO, Bytes::new(600), false));
         assert_eq!(r.stats.frames_rendered, 1);
         assert_eq!(r.stats.mean_frame_delay(), Some(Duration::from_ms(7)));
+    }
+
+    #[test]
+    fn with_nack_a_frame_waits_for_the_retransmission_before_it() {
+        // Frames 0..=4 of two packets each (media seq 2 f, 2 f + 1), captured every 33 ms and
+        // complete 10 ms later; seq 3 (frame 1) is lost and retransmitted.
+        let mut r = FrameReceiver::new();
+        let ms = Time::from_ms;
+        let pkt = |r: &mut FrameReceiver, t: i64, f: u64, rtx: bool| r.add_packet(ms(t), f, 2, ms(33 * f as i64), Bytes::new(500), false, 2 * f, rtx);
+        assert!(!pkt(&mut r, 9, 0, false) && pkt(&mut r, 10, 0, false));
+        // Expected completion delay 10 ms: frame 0 is shown at its render time 0 + 10 + 20 ms.
+        assert_eq!(r.render_ready(ms(10), None), 1);
+        assert!(!pkt(&mut r, 43, 1, false));
+        assert!(!pkt(&mut r, 75, 2, false) && pkt(&mut r, 76, 2, false));
+        // Seq 3 is on the NACK list: frame 2 (first seq 4) may not be shown.
+        assert_eq!(r.render_ready(ms(76), Some(3)), 0);
+        // The RTX arrives at 150 ms: frame 1 (render time 63 ms) is more than 5 ms late and a
+        // newer frame is ready, so it is dropped; frame 2 (render time 96 ms) is shown at once.
+        assert!(pkt(&mut r, 150, 1, true));
+        assert_eq!(r.render_ready(ms(150), None), 1);
+        assert_eq!(r.stats.frames_rendered, 2);
+        assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(30 + 84));
+        // A late copy of frame 1 is ignored.
+        assert!(!pkt(&mut r, 160, 1, true));
+        // Frame 3 is lost whole. Frame 4, on time: shown at its render time 132 + 10 + 20 ms.
+        assert!(!pkt(&mut r, 141, 4, false) && pkt(&mut r, 142, 4, false));
+        assert_eq!(r.render_ready(ms(142), None), 1);
+        assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(30 + 84 + 30));
+    }
+
+    #[test]
+    fn with_nack_frames_still_before_their_render_time_are_all_shown() {
+        let mut r = FrameReceiver::new();
+        let ms = Time::from_ms;
+        // Frame 0 completes 50 ms after capture: shown at 0 + 50 + 20 ms.
+        assert!(r.add_packet(ms(50), 0, 1, ms(0), Bytes::new(500), false, 0, false));
+        assert_eq!(r.render_ready(ms(50), None), 1);
+        // Frame 2 completes 10 ms after capture: expected delay 50 + 0.1 × (10 − 50) = 46 ms.
+        assert!(r.add_packet(ms(76), 2, 1, ms(66), Bytes::new(500), false, 2, false));
+        assert_eq!(r.render_ready(ms(76), Some(1)), 0);
+        // Frame 1's retransmission arrives at 100 ms, 1 ms after its render time 33 + 46 + 20:
+        // within the 5 ms allowance, so frames 1 and 2 are both shown, in order.
+        assert!(r.add_packet(ms(100), 1, 1, ms(33), Bytes::new(500), false, 1, true));
+        assert_eq!(r.render_ready(ms(100), None), 2);
+        // Frame 1 at 100 ms, frame 2 at its render time 66 + 46 + 20 = 132 ms.
+        assert_eq!(r.stats.frames_rendered, 3);
+        assert_eq!(r.stats.frame_delay_sum, Duration::from_ms(70 + 67 + 66));
+    }
+
+    #[test]
+    fn a_complete_key_frame_is_found_for_clearing() {
+        let mut r = FrameReceiver::new();
+        let t = Time::ZERO;
+        assert!(!r.add_packet(t, 4, 2, t, Bytes::new(500), true, 40, false));
+        assert_eq!(r.newest_complete_keyframe(), None);
+        assert!(r.add_packet(t, 4, 2, t, Bytes::new(500), true, 40, false));
+        assert!(r.add_packet(t, 5, 1, t, Bytes::new(500), false, 42, false));
+        assert_eq!(r.newest_complete_keyframe(), Some(40));
     }
 
     #[test]

@@ -5,7 +5,10 @@ use crate::units::{Bytes, Time};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Payload {
     /// One RTP packet of video frame `frame` (`index` of `count`), captured at `capture`.
-    Media { frame: u64, index: u16, count: u16, capture: Time, keyframe: bool },
+    /// `media_seq` is the flow's RTP sequence number (unwrapped; the transport seq also counts
+    /// padding and audio, so gaps in it are not losses of media); `rtx`: an RTX copy of that
+    /// packet (RFC 4588, sent on NACK, `media.nack`).
+    Media { frame: u64, index: u16, count: u16, capture: Time, keyframe: bool, media_seq: u64, rtx: bool },
     /// One audio packet (the optional Opus-like stream, `media.audio_kbps`): one per frame,
     /// sent when encoded (libwebrtc does not pace audio), no frame reassembly.
     Audio,
@@ -63,9 +66,10 @@ pub struct Packet {
 #[cfg(test)]
 mod tests {
     /// Every packet on the simulated wire and in the event queue carries a payload: the FEC
-    /// variant must not make it larger than the media one (24 bytes).
+    /// variant must not make it larger than the media one, which the RTP sequence number of
+    /// `media.nack` took from 24 to 32 bytes.
     #[test]
     fn the_payload_stays_small() {
-        assert!(std::mem::size_of::<super::Payload>() <= 24, "{}", std::mem::size_of::<super::Payload>());
+        assert!(std::mem::size_of::<super::Payload>() <= 32, "{}", std::mem::size_of::<super::Payload>());
     }
 }

@@ -246,6 +246,11 @@ pub struct MediaConfig {
     pub pacer_burst_ms: f64,
     /// Pause the encoder when the pacer's expected queue time exceeds the limit (WebRTC rule).
     pub encoder_pause: bool,
+    /// Retransmission on NACK (RFC 4585 generic NACK answered with RFC 4588 RTX), as libwebrtc
+    /// does it: the receiver NACKs gaps in the RTP sequence, the sender resends from its packet
+    /// history ahead of new video, and a frame waits for the retransmission before it. Off (the
+    /// default): a lost packet is never repaired (docs/models/nack.md).
+    pub nack: bool,
     /// Subtract per-packet header overhead from the target before it reaches the encoder
     /// (libwebrtc `WebRTC-SendSideBwe-WithOverhead`): the controller's target is a wire rate.
     pub overhead_accounting: bool,
@@ -271,7 +276,7 @@ impl Default for MediaConfig {
         MediaConfig {
             fps: 30.0, min_kbps: 150.0, max_kbps: 5000.0, start_kbps: 300.0, encoder_lag_ms: 300.0,
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
-            max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, overhead_accounting: true,
+            max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
             quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false,
         }
     }
@@ -363,6 +368,11 @@ impl Scenario {
             }
             let m = &f.media;
             if m.max_kbps < m.min_kbps { return Err(ConfigError::new(format!("{p}.media.max_kbps"), "must be ≥ min_kbps")); }
+            if m.fec && m.nack {
+                // Both recover the same packets; their interplay (a packet repaired twice, the
+                // retransmissions' share of the protection overhead) is not modelled yet.
+                return Err(ConfigError::new(format!("{p}.media.nack"), "media.nack and media.fec cannot both be on yet: choose one"));
+            }
             if !f.pauses.is_empty() && f.kind != FlowKind::Media { return Err(ConfigError::new(format!("{p}.pauses"), "only media flows can pause")); }
             let mut prev = f64::NEG_INFINITY;
             for (j, (a, b)) in f.pauses.iter().enumerate() {
@@ -438,6 +448,19 @@ mod tests {
 
     fn base() -> serde_json::Value {
         serde_json::json!({"name": "t", "duration_s": 10, "link": {"capacity_kbps": 1000}, "flows": [{"kind": "media"}]})
+    }
+
+    #[test]
+    fn nack_and_fec_together_are_refused_by_name() {
+        let mut v = base();
+        v["flows"][0]["media"] = serde_json::json!({"nack": true, "fec": true});
+        let e = Scenario::from_json(&v.to_string()).and_then(|s| s.validate().map(|_| s)).err().expect("refused");
+        assert!(e.to_string().contains("flows[0].media.nack"), "{e}");
+        for one in ["nack", "fec"] {
+            let mut v = base();
+            v["flows"][0]["media"] = serde_json::json!({one: true});
+            Scenario::from_json(&v.to_string()).unwrap().validate().unwrap();
+        }
     }
 
     #[test]

@@ -173,6 +173,7 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         pauses: fc.pauses.iter().map(|&(a, b)| (Time::from_secs_f64(a), Time::from_secs_f64(b))).collect(),
         audio: AudioStream::new(mc.audio_kbps, mc.audio_frame_ms, header),
     });
+    if mc.nack { sender.enable_nack(); }
     if mc.fec { sender.set_fec(FecSender::new(mc.fps, mc.max_payload_bytes)); }
     Ok(MediaFlow { sender, receiver: build_media_receiver(fc, built.receiver, None) })
 }
@@ -191,6 +192,7 @@ pub fn build_media_receiver(fc: &FlowConfig, estimator: Option<Box<dyn ReceiverE
         return_delay,
     );
     if mc.fec { r.enable_fec(); }
+    if mc.nack { r.enable_nack(); }
     r
 }
 

@@ -20,6 +20,8 @@ pub enum ControlMsg {
     RemoteEstimate(Bitrate),
     /// A TCP acknowledgement (its own `wire_size`).
     TcpAck(Ack),
+    /// A generic NACK for these media sequence numbers (`media.nack`).
+    Nack(Vec<u64>),
 }
 
 impl ControlMsg {
@@ -39,6 +41,9 @@ impl ControlMsg {
                 // An empty report still costs a minimal transport-feedback packet (20 bytes of header + one chunk).
                 total.max(24)
             }
+            // RFC 4585 §6.2.1: 12 bytes (header, sender and media SSRC), then one 4-byte FCI
+            // (PID + 16-bit bitmask of the next 16) per run of up to 17 numbers.
+            ControlMsg::Nack(seqs) => 12 + 4 * nack_fci_count(seqs) as i64,
             ControlMsg::RemoteEstimate(rate) => {
                 scratch.clear();
                 let remb = Remb { sender_ssrc: 0, bitrate_bps: rate.bps().max(0) as u64, ssrcs: vec![0] };
@@ -47,6 +52,16 @@ impl ControlMsg {
         };
         Bytes::new(rtcp + IP_UDP_BYTES)
     }
+}
+
+/// FCI entries a generic NACK needs for `seqs` (sorted ascending, as the NACK list gives them).
+pub fn nack_fci_count(seqs: &[u64]) -> usize {
+    let mut n = 0;
+    let mut pid: Option<u64> = None;
+    for &s in seqs {
+        if pid.is_none_or(|p| s > p + 16) { pid = Some(s); n += 1; }
+    }
+    n
 }
 
 #[cfg(test)]
@@ -67,5 +82,8 @@ mod tests {
         assert_eq!(ControlMsg::Feedback(Box::new(r)).wire_size(&mut buf), Bytes::new(56));
         let a = Ack::new(1000);
         assert_eq!(ControlMsg::TcpAck(a).wire_size(&mut buf), a.wire_size);
+        // NACK for 5, 9, 21 (one FCI: 21 = 5 + 16) and 22 (a second): 12 + 8 + 28 = 48.
+        assert_eq!(ControlMsg::Nack(vec![5, 9, 21, 22]).wire_size(&mut buf), Bytes::new(48));
+        assert_eq!(nack_fci_count(&[1]), 1);
     }
 }

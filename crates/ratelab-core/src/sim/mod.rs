@@ -85,6 +85,9 @@ enum Event {
     ControllerTick(u32),
     FeedbackTimer(u32),
     EstimatorTick(u32),
+    /// A media receiver's NACK check (`media.nack`; on the heap, not a timer slot, so that
+    /// runs without NACK keep their event layout).
+    NackTimer(u32),
     /// The transmission in service on link `Direction` ends.
     LinkDone(Direction),
     Deliver(Packet),
@@ -208,6 +211,7 @@ impl Simulation {
             Event::Pacer(f) => self.on_pacer(f),
             Event::ControllerTick(f) => self.on_controller_tick(f),
             Event::FeedbackTimer(f) => self.on_feedback_timer(f),
+            Event::NackTimer(f) => self.on_nack_timer(f),
             Event::EstimatorTick(f) => self.on_estimator_tick(f),
             Event::LinkDone(d) => self.on_link_done(d),
             Event::Deliver(p) => self.on_deliver(p),
@@ -259,6 +263,7 @@ impl Simulation {
         if let Some(t) = s.timer(SenderTimer::Tick) { push_timer(&mut self.events, t, Event::ControllerTick(f)); }
         if let Some(t) = r.timer(ReceiverTimer::Feedback) { push_timer(&mut self.events, t, Event::FeedbackTimer(f)); }
         if let Some(t) = r.timer(ReceiverTimer::Estimator) { push_timer(&mut self.events, t, Event::EstimatorTick(f)); }
+        if let Some(t) = r.timer(ReceiverTimer::Nack) { self.events.push(t, Event::NackTimer(f)); }
         if let Some(t) = m.sender.timer(SenderTimer::Audio) { push_timer(&mut self.events, t, Event::Audio(f)); }
         self.schedule_pacer(f);
     }
@@ -416,7 +421,7 @@ impl Simulation {
             }
         };
         let frame = match pkt.payload {
-            Payload::Media { frame, count, capture, keyframe, .. } => Some(FramePart { frame, count, capture, keyframe }),
+            Payload::Media { frame, index, count, capture, keyframe, media_seq, .. } => Some(FramePart { frame, index, media_seq: Some(media_seq), count, capture, keyframe }),
             _ => None,
         };
         let kind = crate::network::packet::media_kind(&pkt.payload, pkt.probe_cluster);
@@ -436,6 +441,7 @@ impl Simulation {
             let msg = match m.receiver.poll_transmit() {
                 Some(ReceiverTransmit::Feedback(r)) => ControlMsg::Feedback(Box::new(r)),
                 Some(ReceiverTransmit::Estimate(rate)) => ControlMsg::RemoteEstimate(rate),
+                Some(ReceiverTransmit::Nack(seqs)) => ControlMsg::Nack(seqs),
                 None => return,
             };
             self.send_control(f, msg);
@@ -447,7 +453,25 @@ impl Simulation {
             ControlMsg::Feedback(r) => self.on_feedback(f, &r),
             ControlMsg::RemoteEstimate(rate) => self.on_remote_estimate(f, rate),
             ControlMsg::TcpAck(a) => self.on_tcp_ack(f, a),
+            ControlMsg::Nack(seqs) => {
+                let now = self.now;
+                let Some(m) = self.media(f) else { return };
+                m.sender.handle_nack(now, &seqs);
+                self.schedule_pacer(f);
+            }
         }
+    }
+
+    fn on_nack_timer(&mut self, f: u32) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        let FlowState::Media(m) = &mut flow.state else { return };
+        m.receiver.handle_timer(now, ReceiverTimer::Nack);
+        // As the feedback timer: on until the sender stopped and its packets had time to land.
+        if flow.active || now < flow.stop + Duration::from_secs(2) {
+            if let Some(t) = m.receiver.timer(ReceiverTimer::Nack) { self.events.push(t, Event::NackTimer(f)); }
+        }
+        self.send_receiver_output(f);
     }
 
     fn on_feedback_timer(&mut self, f: u32) {

@@ -6,7 +6,7 @@ use crate::metrics::{jain_index, FlowMetrics};
 use crate::network::capacity::CapacitySchedule;
 use crate::network::link::{Link, LinkStats};
 use crate::scenario::{Direction, FlowKind};
-use crate::units::{Bitrate, Duration, Time};
+use crate::units::{Bitrate, Bytes, Duration, Time};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -64,6 +64,10 @@ pub struct FlowSummary {
     pub return_bytes_sent: Option<i64>,
     /// return_packets_lost / return_packets_sent.
     pub return_loss_rate: Option<f64>,
+    /// Mean rate of RTX packets (wire bytes) over the flow's active time; only with
+    /// `media.nack` (absent otherwise, so summaries without it are unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmit_kbps: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -86,6 +90,8 @@ pub struct FlowRecord<'a> {
     pub metrics: &'a FlowMetrics,
     /// Frame statistics of a media flow; `None` for TCP.
     pub video: Option<VideoStats>,
+    /// RTX bytes sent (`media.nack` flows only).
+    pub retransmitted: Option<Bytes>,
 }
 
 /// One bottleneck as the summary sees it: its capacity over time and its counters.
@@ -149,6 +155,7 @@ pub fn summarize(end: Time, events: u64, links: &[LinkRecord], flows: &[FlowReco
             return_packets_lost: rp.map(|c| c.packets_lost),
             return_bytes_sent: rp.map(|c| c.bytes_sent),
             return_loss_rate: rp.map(|c| if c.packets_sent > 0 { c.packets_lost as f64 / c.packets_sent as f64 } else { 0.0 }),
+            retransmit_kbps: f.retransmitted.map(|b| if active > Duration::ZERO { b.bits() as f64 / active.as_secs_f64() / 1e3 } else { 0.0 }),
         });
     }
     RunSummary {
@@ -210,6 +217,7 @@ impl Simulation {
             info: &f.info,
             metrics: &f.metrics,
             video: match &f.state { FlowState::Media(mf) => Some(f.metrics.video.unwrap_or(mf.receiver.video_stats())), FlowState::Tcp(_) => None },
+            retransmitted: match &f.state { FlowState::Media(mf) => mf.sender.retransmitted().map(|(_, b)| b), FlowState::Tcp(_) => None },
         }).collect();
         // A link's capacity over the run: its first route's schedule, then each route change's.
         let links: Vec<LinkRecord> = self.links.iter().zip(&self.routes.capacities).map(|(l, caps): (&Link, _)| {
