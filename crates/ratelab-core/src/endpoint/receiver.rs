@@ -104,7 +104,10 @@ impl MediaReceiver {
     }
     pub fn has_estimator(&self) -> bool { self.estimator.is_some() }
     /// Ask for lost media with NACKs and hold frames behind a retransmission (`media.nack`).
-    pub fn enable_nack(&mut self) { self.nack = Some(NackList::new()); }
+    pub fn enable_nack(&mut self) {
+        self.nack = Some(NackList::new());
+        self.frames.enable_render_timing();
+    }
     /// The NACK list, with its give-up and key-frame-request counters.
     pub fn nack_list(&self) -> Option<&NackList> { self.nack.as_ref() }
     /// NACK messages sent so far.

@@ -307,7 +307,7 @@ impl MediaSender {
             if let Some(f) = self.fec.as_mut() { f.on_encoded(now, frame.size, frame.keyframe); }
             self.observe_packetization(frame.size, count);
             for (i, p) in parts.enumerate() {
-                let payload = Payload::Media { frame: frame.id, index: i as u16, count: count as u16, capture: t, keyframe: frame.keyframe, media_seq: self.next_media_seq, rtx: false };
+                let payload = Payload::Media { frame: frame.id as u32, index: i as u16, count: count as u16, capture: t, keyframe: frame.keyframe, media_seq: self.next_media_seq as u32, rtx: false };
                 self.next_media_seq += 1;
                 self.pacer.enqueue(QueuedPacket { size: p + self.header, payload, enqueue_time: now });
             }
@@ -344,7 +344,7 @@ impl MediaSender {
         while let Some(rel) = self.pacer.poll(now, self.history.in_flight()) {
             let capture = match rel.payload { Payload::Media { capture, .. } => capture, _ => now };
             if let (Some(h), Payload::Media { media_seq, rtx, .. }) = (self.rtx.as_mut(), rel.payload) {
-                h.on_sent(now, media_seq, rel.size, rel.payload);
+                h.on_sent(now, media_seq as u64, rel.size, rel.payload);
                 if rtx { self.retransmitted_packets += 1; self.retransmitted_bytes += rel.size; }
             }
             self.send(now, rel.size, rel.probe_cluster, rel.payload, capture);
@@ -362,7 +362,7 @@ impl MediaSender {
             Payload::Media { rtx: true, .. } => {}
             Payload::Media { frame, index, count, capture, keyframe, .. } => {
                 let last = index + 1 == count;
-                if let Some(b) = f.on_media_sent(now, frame, capture, keyframe, last, size, size - self.header) {
+                if let Some(b) = f.on_media_sent(now, frame as u64, capture, keyframe, last, size, size - self.header) {
                     let payload = Payload::Fec {
                         first_frame: b.first_frame as u32, frames: b.frames, media: b.media.min(48) as u8, fec: b.fec.min(48) as u8, protected: b.protected.get().clamp(0, u16::MAX as i64) as u16,
                         first_capture: b.first_capture, span_us: (b.last_capture - b.first_capture).as_us().clamp(0, u32::MAX as i64) as u32, keyframe: b.keyframe,

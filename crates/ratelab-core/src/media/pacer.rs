@@ -254,10 +254,10 @@ mod tests {
     #[test]
     fn retransmissions_go_before_video_in_their_own_order() {
         let mut p = Pacer::new(Bitrate::from_kbps(800), Duration::from_ms(2000));
-        let seq = |r: &Release| match r.payload { Payload::Media { media_seq, .. } => media_seq, _ => u64::MAX };
+        let seq = |r: &Release| match r.payload { Payload::Media { media_seq, .. } => media_seq as u64, _ => u64::MAX };
         let pkt = |s: u64, rtx: bool| QueuedPacket {
             size: Bytes::new(1000), enqueue_time: Time::ZERO,
-            payload: Payload::Media { frame: 0, index: 0, count: 1, capture: Time::ZERO, keyframe: false, media_seq: s, rtx },
+            payload: Payload::Media { frame: 0, index: 0, count: 1, capture: Time::ZERO, keyframe: false, media_seq: s as u32, rtx },
         };
         for s in 10..13 { p.enqueue(pkt(s, false)); }
         p.enqueue_retransmission(pkt(3, true));

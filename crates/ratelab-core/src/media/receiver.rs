@@ -66,6 +66,9 @@ pub struct FrameReceiver {
     skip_next: bool,
     /// NACK mode's playout timing: the expected completion delay, once a frame set it.
     playout_delay: Option<Duration>,
+    /// Learn the expected completion delay (only [`FrameReceiver::render_ready`], the NACK
+    /// mode, uses it; the default path skips the arithmetic per frame).
+    render_timing: bool,
     pub stats: VideoStats,
 }
 
@@ -78,7 +81,7 @@ impl Default for FrameReceiver {
 
 impl FrameReceiver {
     pub fn new() -> Self {
-        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, quality: None, paused: false, skip_next: false, playout_delay: None, stats: VideoStats::default() }
+        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, quality: None, paused: false, skip_next: false, playout_delay: None, render_timing: false, stats: VideoStats::default() }
     }
 
     /// A receiver that also scores displayed frames in PSNR.
@@ -117,13 +120,16 @@ impl FrameReceiver {
         if p.received < p.count { return false; }
         // A frame not delayed by a retransmission teaches the expected completion delay
         // (libwebrtc feeds its timestamp extrapolator only with those).
-        if !p.retransmitted {
+        if self.render_timing && !p.retransmitted {
             let d = (now - p.capture).as_secs_f64();
             let e = self.playout_delay.map_or(d, |old| old.as_secs_f64() + PLAYOUT_GAIN * (d - old.as_secs_f64()));
             self.playout_delay = Some(Duration::from_secs_f64(e));
         }
         true
     }
+
+    /// Hold frames for retransmissions and show them at their render time (`media.nack`).
+    pub fn enable_render_timing(&mut self) { self.render_timing = true; }
 
     /// First media sequence number of the newest complete key frame not yet rendered.
     pub fn newest_complete_keyframe(&self) -> Option<u64> {
@@ -246,6 +252,7 @@ mod tests {
         // Frames 0..=4 of two packets each (media seq 2 f, 2 f + 1), captured every 33 ms and
         // complete 10 ms later; seq 3 (frame 1) is lost and retransmitted.
         let mut r = FrameReceiver::new();
+        r.enable_render_timing();
         let ms = Time::from_ms;
         let pkt = |r: &mut FrameReceiver, t: i64, f: u64, rtx: bool| r.add_packet(ms(t), f, 2, ms(33 * f as i64), Bytes::new(500), false, 2 * f, rtx);
         assert!(!pkt(&mut r, 9, 0, false) && pkt(&mut r, 10, 0, false));
@@ -272,6 +279,7 @@ mod tests {
     #[test]
     fn with_nack_frames_still_before_their_render_time_are_all_shown() {
         let mut r = FrameReceiver::new();
+        r.enable_render_timing();
         let ms = Time::from_ms;
         // Frame 0 completes 50 ms after capture: shown at 0 + 50 + 20 ms.
         assert!(r.add_packet(ms(50), 0, 1, ms(0), Bytes::new(500), false, 0, false));

@@ -91,7 +91,7 @@ mod tests {
     use super::*;
 
     fn media(seq: u64) -> Payload {
-        Payload::Media { frame: 0, index: 0, count: 1, capture: Time::ZERO, keyframe: false, media_seq: seq, rtx: false }
+        Payload::Media { frame: 0, index: 0, count: 1, capture: Time::ZERO, keyframe: false, media_seq: seq as u32, rtx: false }
     }
     fn ms(t: i64) -> Time { Time::from_ms(t) }
 

@@ -421,7 +421,7 @@ impl Simulation {
             }
         };
         let frame = match pkt.payload {
-            Payload::Media { frame, index, count, capture, keyframe, media_seq, .. } => Some(FramePart { frame, index, media_seq: Some(media_seq), count, capture, keyframe }),
+            Payload::Media { frame, index, count, capture, keyframe, media_seq, .. } => Some(FramePart { frame: frame as u64, index, media_seq: Some(media_seq as u64), count, capture, keyframe }),
             _ => None,
         };
         let kind = crate::network::packet::media_kind(&pkt.payload, pkt.probe_cluster);
