@@ -505,82 +505,6 @@ def figure(case: Case, runs: dict[str, list[Loaded]], cap, n: int, path: Path, d
     os.replace(tmp, path)
 
 
-def evidence(a: argparse.Namespace) -> int:
-    """What the browser's getStats and the emulator's packet record say per case (first
-    Chromium run, after the first 5 s), beside sim gcc's first seed: the numbers of the pilot's
-    diagnosis in docs/fidelity.md."""
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    out = Path(a.out)
-    print("| case | C aob kbps | C enc target | C encoded | C sent | sim target | sim sent | C key frames | C widths "
-          "| C bw-limited % | C fps | C bursts/s | C burst kB p50 | sim bursts/s | sim burst kB p50 |")
-    print("|" + "---|" * 15)
-    for case in select(a.cases):
-        cdirs = sorted((out / case.name / "chromium").glob("r*/chromium"))
-        sdirs = sorted((out / case.name / "sim-gcc").glob("s*/*/series.parquet"))
-        if not cdirs or not sdirs:
-            continue
-        c = pq.read_table(cdirs[0] / "series.parquet").to_pydict()
-        s = pq.read_table(sdirs[0]).to_pydict()
-        cm, sm = _arr(c["t_s"]) > 5, _arr(s["t_s"]) > 5
-        mean = lambda d, m, k: float(np.nanmean(_arr(d[k])[m]))  # noqa: E731
-        widths = sorted({int(w) for w in _arr(c["width"]) if math.isfinite(w)})
-        ql = [q for q, keep in zip(c["quality_limitation"], cm) if keep]
-        bursts = [_bursts(d / "packets.parquet") for d in (cdirs[0], sdirs[0].parent)]
-        print(f"| {case.name} | {mean(c, cm, 'target_kbps'):.0f} | {mean(c, cm, 'encoder_target_kbps'):.0f} | "
-              f"{mean(c, cm, 'encoder_kbps'):.0f} | {mean(c, cm, 'send_kbps'):.0f} | {mean(s, sm, 'target_kbps'):.0f} | "
-              f"{mean(s, sm, 'send_kbps'):.0f} | {int(_arr(c['key_frames'])[-1])} | {'/'.join(map(str, widths))} | "
-              f"{100 * sum(q == 'bandwidth' for q in ql) / max(len(ql), 1):.0f} | {mean(c, cm, 'fps'):.1f} | "
-              + " | ".join(f"{b[0]:.0f} | {b[1]:.1f}" if b else "— | —" for b in bursts) + " |")
-    return 0
-
-
-def frame_rate_table(a: argparse.Namespace) -> int:
-    """Chromium's encoded frame rate against its encoder target, per encoded width, over every
-    getStats sample after 2 s of the selected cases' Chromium runs (Markdown): where the real
-    encoder stops keeping the frame rate, and what a frame then costs."""
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    out = Path(a.out)
-    rows: dict[tuple[int, int], list[tuple[float, float]]] = {}
-    for case in select(a.cases):
-        for d in sorted((out / case.name / "chromium").glob("r*/chromium/series.parquet")):
-            c = pq.read_table(d, columns=["t_s", "width", "fps", "encoder_target_kbps", "encoder_kbps"]).to_pydict()
-            t, w, fps, et, enc = (_arr(c[k]) for k in ("t_s", "width", "fps", "encoder_target_kbps", "encoder_kbps"))
-            ok = (t > 2) & np.isfinite(w) & np.isfinite(fps) & np.isfinite(et) & np.isfinite(enc)
-            for wi, fi, ei, xi in zip(w[ok], fps[ok], et[ok], enc[ok]):
-                rows.setdefault((int(wi), int(round(ei / 50) * 50)), []).append((fi, xi))
-    print("| width | encoder target kbit/s (±25) | samples | frames/s | encoded kbit/s | kbit per frame |")
-    print("|---|---|---|---|---|---|")
-    for (w, et), v in sorted(rows.items()):
-        if len(v) < 8:
-            continue
-        f, x = float(np.mean([r[0] for r in v])), float(np.mean([r[1] for r in v]))
-        print(f"| {w} | {et} | {len(v)} | {f:.1f} | {x:.0f} | {x / f if f > 0 else math.nan:.1f} |")
-    return 0
-
-
-def _bursts(path: Path) -> tuple[float, float] | None:
-    """(bursts per second, median burst kB) of the packets reaching the bottleneck after 5 s: a
-    burst is a run of packets less than 0.5 ms apart (a paced stream at the highest pacing rates
-    of these cases, 2.5 x 4 Mbit/s, leaves about 1 ms between 1200-byte packets)."""
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    if not path.is_file():
-        return None
-    p = pq.read_table(path, columns=["send_s", "size"]).to_pydict()
-    t, size = _arr(p["send_s"]), _arr(p["size"])
-    m = t > 5
-    t, size = t[m], size[m]
-    if len(t) < 2:
-        return None
-    groups = np.split(size, np.flatnonzero(np.diff(t) > 0.0005) + 1)
-    return len(groups) / (t[-1] - t[0]), float(np.median([g.sum() for g in groups])) / 1e3
-
-
 def list_cases(_a) -> int:
     for c in cases():
         print(f"{c.name:44s} {c.split:5s} {c.base:18s} {' '.join(c.overrides)}")
@@ -627,7 +551,10 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "report":
             return report(a)
         if a.cmd == "evidence":
-            return frame_rate_table(a) if a.frame_rate else evidence(a)
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            import fidelity_evidence as E
+            cs = select(a.cases)
+            return E.frame_rate_table(Path(a.out), cs) if a.frame_rate else E.evidence(Path(a.out), cs)
         return list_cases(a)
     except Bad as exc:
         print(str(exc), file=sys.stderr)
