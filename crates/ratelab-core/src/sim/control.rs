@@ -3,6 +3,8 @@
 //! 5.3) each becomes a packet of its real wire size that queues, can be dropped and shares the
 //! reverse bottleneck with the media going that way.
 
+use super::FlowState;
+use crate::endpoint::ReceiverTransmit;
 use crate::feedback::generator::FeedbackReport;
 use crate::transport::tcp::Ack;
 use crate::units::{Bitrate, Bytes};
@@ -22,6 +24,39 @@ pub enum ControlMsg {
     TcpAck(Ack),
     /// A generic NACK for these media sequence numbers (`media.nack`).
     Nack(Vec<u64>),
+}
+
+/// The simulator's side of the return path: a receiver's output becomes messages, and a message
+/// that arrived reaches the sender (or the TCP source) it is for.
+impl super::Simulation {
+    /// Send what media flow `f`'s receiver has to send back, in order.
+    #[inline]
+    pub(super) fn send_receiver_output(&mut self, f: u32) {
+        loop {
+            let FlowState::Media(m) = &mut self.flows[f as usize].state else { return };
+            let msg = match m.receiver.poll_transmit() {
+                Some(ReceiverTransmit::Feedback(r)) => ControlMsg::Feedback(Box::new(r)),
+                Some(ReceiverTransmit::Estimate(rate)) => ControlMsg::RemoteEstimate(rate),
+                Some(ReceiverTransmit::Nack(seqs)) => ControlMsg::Nack(seqs),
+                None => return,
+            };
+            self.send_control(f, msg);
+        }
+    }
+
+    pub(super) fn on_control(&mut self, f: u32, msg: ControlMsg) {
+        match msg {
+            ControlMsg::Feedback(r) => self.on_feedback(f, &r),
+            ControlMsg::RemoteEstimate(rate) => self.on_remote_estimate(f, rate),
+            ControlMsg::TcpAck(a) => self.on_tcp_ack(f, a),
+            ControlMsg::Nack(seqs) => {
+                let now = self.now;
+                let Some(m) = self.media(f) else { return };
+                m.sender.handle_nack(now, &seqs);
+                self.schedule_pacer(f);
+            }
+        }
+    }
 }
 
 impl ControlMsg {

@@ -16,7 +16,7 @@ pub mod summary;
 pub mod synth;
 pub mod tcp_flow;
 
-use crate::endpoint::{Arrival, FramePart, ReceiverTimer, ReceiverTransmit, SenderTimer};
+use crate::endpoint::{Arrival, FramePart, ReceiverTimer, SenderTimer};
 use crate::feedback::generator::FeedbackReport;
 use crate::metrics::{FlowMetrics, PacketLog, SeriesLog};
 use crate::network::link::{Enqueued, Link};
@@ -431,35 +431,6 @@ impl Simulation {
             None => m.receiver.handle_packet(now, arrival),
         }
         self.send_receiver_output(pkt.flow);
-    }
-
-    /// Send what media flow `f`'s receiver has to send back, in order.
-    #[inline]
-    fn send_receiver_output(&mut self, f: u32) {
-        loop {
-            let FlowState::Media(m) = &mut self.flows[f as usize].state else { return };
-            let msg = match m.receiver.poll_transmit() {
-                Some(ReceiverTransmit::Feedback(r)) => ControlMsg::Feedback(Box::new(r)),
-                Some(ReceiverTransmit::Estimate(rate)) => ControlMsg::RemoteEstimate(rate),
-                Some(ReceiverTransmit::Nack(seqs)) => ControlMsg::Nack(seqs),
-                None => return,
-            };
-            self.send_control(f, msg);
-        }
-    }
-
-    fn on_control(&mut self, f: u32, msg: ControlMsg) {
-        match msg {
-            ControlMsg::Feedback(r) => self.on_feedback(f, &r),
-            ControlMsg::RemoteEstimate(rate) => self.on_remote_estimate(f, rate),
-            ControlMsg::TcpAck(a) => self.on_tcp_ack(f, a),
-            ControlMsg::Nack(seqs) => {
-                let now = self.now;
-                let Some(m) = self.media(f) else { return };
-                m.sender.handle_nack(now, &seqs);
-                self.schedule_pacer(f);
-            }
-        }
     }
 
     fn on_nack_timer(&mut self, f: u32) {
