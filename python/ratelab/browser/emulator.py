@@ -32,6 +32,12 @@ def start(listen_ip: str, routes: list[dict[str, Any]], options: dict[str, Any],
     return _Native(core(), listen_ip, routes, options, source)
 
 
+def split_address(text: str) -> tuple[str, int]:
+    """("host", port) of "host:port" or "[v6]:port"."""
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
 def empty_packets() -> dict[str, np.ndarray]:
     """A packet record with no rows, in this module's column types."""
     types = {"route": np.uint32, "leg": np.uint8, "arrival_s": np.float64, "size": np.uint32, "queue_ms": np.float64,

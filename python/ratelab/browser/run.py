@@ -210,7 +210,7 @@ def _call(sc: Scenario, flows: list[dict[str, Any]], o: BrowserOptions, seed: in
         opts["reverse_link"] = dict(sc.data["reverse_link"])
     emu = emulator.start(hosts[0][0]["ip"], routes, opts, sc.source)
     try:
-        host, port = emulator._addr(emu.local_addr())
+        host, port = emulator.split_address(emu.local_addr())
         t0 = emu.t0_unix
         now = lambda: time.time() - t0  # noqa: E731
         call.start_sampling(o.stats_interval_ms)
