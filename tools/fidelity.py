@@ -244,11 +244,19 @@ def one_run(folder: Path, rep: str, case: Case, sc, kind: str, ctrl: str, browse
 
 # ------------------------------------------------------------------------------------- report
 
+def _column(v):
+    from ratelab.report.fidelity import column
+
+    return column(v)
+
+
 @dataclass
 class Loaded:
     meta: dict[str, Any]
     grid: dict[str, Any]
     summary_run: dict[str, Any]
+    #: The run's output folder (series, summary, the browser's provenance).
+    run_dir: Path
     capacity: Any = None
     metrics: dict[str, float] = field(default_factory=dict)
 
@@ -271,22 +279,17 @@ def load_case(out: Path, case: Case) -> tuple[dict[str, list[Loaded]], dict[str,
             summary = json.loads((m.parent / "summary.json").read_text())["runs"][0]
             sc = scenario_of(case, meta["duration_s"])
             flows = forward_flows(sc)
-            g = F.run_grid({k: _arr(v) for k, v in series.items() if k in ("t_s", "flow", "recv_kbps", "send_kbps",
+            g = F.run_grid({k: _column(v) for k, v in series.items() if k in ("t_s", "flow", "recv_kbps", "send_kbps",
                                                                              "target_kbps", "queue_ms", "capacity_kbps")},
                            flows, meta["duration_s"])
-            lo = Loaded({**meta, "_dir": str(rd)}, g, summary)
+            lo = Loaded(meta, g, summary, rd)
             if c.startswith("sim"):
-                t, fl = _arr(series["t_s"]), _arr(series["flow"])
+                t, fl = _column(series["t_s"]), _column(series["flow"])
                 sel = fl == flows[0]
-                lo.capacity = F.grid(t[sel], _arr(series["capacity_kbps"])[sel], meta["duration_s"])
+                lo.capacity = F.grid(t[sel], _column(series["capacity_kbps"])[sel], meta["duration_s"])
             runs.setdefault(c, []).append(lo)
     return runs, refused
 
-
-def _arr(v):
-    import numpy as np
-
-    return np.asarray([math.nan if x is None else x for x in v], dtype=float)
 
 
 def case_capacity(runs: dict[str, list[Loaded]]):
@@ -366,9 +369,8 @@ def report(a: argparse.Namespace) -> int:
 def emulator_lateness(lo: Loaded) -> dict[str, Any]:
     """How late the browser call's emulator wrote the data legs' datagrams (``send_late_us``:
     the largest p99 and max over the routes; empty for other contenders)."""
-    p = lo.meta.get("_dir")
-    b = Path(p) / "browser.json" if p else None
-    if b is None or not b.is_file():
+    b = lo.run_dir / "browser.json"
+    if not b.is_file():
         return {"emu_late_p99_us": "", "emu_late_max_us": "", "emu_realtime": ""}
     st = json.loads(b.read_text()).get("emulator", {}).get("stats", {})
     late = [r["data"]["send_late_us"] for r in st.get("routes", []) if r.get("data", {}).get("send_late_us", {}).get("n")]

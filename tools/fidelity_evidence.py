@@ -7,11 +7,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ratelab.report.fidelity import column as _column
 
-def _arr(v):
-    import numpy as np
-
-    return np.asarray([math.nan if x is None else x for x in v], dtype=float)
 
 
 def evidence(out: Path, cases) -> int:
@@ -31,14 +28,14 @@ def evidence(out: Path, cases) -> int:
             continue
         c = pq.read_table(cdirs[0] / "series.parquet").to_pydict()
         s = pq.read_table(sdirs[0]).to_pydict()
-        cm, sm = _arr(c["t_s"]) > 5, _arr(s["t_s"]) > 5
-        mean = lambda d, m, k: float(np.nanmean(_arr(d[k])[m]))  # noqa: E731
-        widths = sorted({int(w) for w in _arr(c["width"]) if math.isfinite(w)})
+        cm, sm = _column(c["t_s"]) > 5, _column(s["t_s"]) > 5
+        mean = lambda d, m, k: float(np.nanmean(_column(d[k])[m]))  # noqa: E731
+        widths = sorted({int(w) for w in _column(c["width"]) if math.isfinite(w)})
         ql = [q for q, keep in zip(c["quality_limitation"], cm) if keep]
         bursts = [_bursts(d / "packets.parquet") for d in (cdirs[0], sdirs[0].parent)]
         print(f"| {case.name} | {mean(c, cm, 'target_kbps'):.0f} | {mean(c, cm, 'encoder_target_kbps'):.0f} | "
               f"{mean(c, cm, 'encoder_kbps'):.0f} | {mean(c, cm, 'send_kbps'):.0f} | {mean(s, sm, 'target_kbps'):.0f} | "
-              f"{mean(s, sm, 'send_kbps'):.0f} | {int(_arr(c['key_frames'])[-1])} | {'/'.join(map(str, widths))} | "
+              f"{mean(s, sm, 'send_kbps'):.0f} | {int(_column(c['key_frames'])[-1])} | {'/'.join(map(str, widths))} | "
               f"{100 * sum(q == 'bandwidth' for q in ql) / max(len(ql), 1):.0f} | {mean(c, cm, 'fps'):.1f} | "
               + " | ".join(f"{b[0]:.0f} | {b[1]:.1f}" if b else "— | —" for b in bursts) + " |")
     return 0
@@ -55,7 +52,7 @@ def frame_rate_table(out: Path, cases) -> int:
     for case in cases:
         for d in sorted((out / case.name / "chromium").glob("r*/chromium/series.parquet")):
             c = pq.read_table(d, columns=["t_s", "width", "fps", "encoder_target_kbps", "encoder_kbps"]).to_pydict()
-            t, w, fps, et, enc = (_arr(c[k]) for k in ("t_s", "width", "fps", "encoder_target_kbps", "encoder_kbps"))
+            t, w, fps, et, enc = (_column(c[k]) for k in ("t_s", "width", "fps", "encoder_target_kbps", "encoder_kbps"))
             ok = (t > 2) & np.isfinite(w) & np.isfinite(fps) & np.isfinite(et) & np.isfinite(enc)
             for wi, fi, ei, xi in zip(w[ok], fps[ok], et[ok], enc[ok]):
                 rows.setdefault((int(wi), int(round(ei / 50) * 50)), []).append((fi, xi))
@@ -79,7 +76,7 @@ def _bursts(path: Path) -> tuple[float, float] | None:
     if not path.is_file():
         return None
     p = pq.read_table(path, columns=["send_s", "size"]).to_pydict()
-    t, size = _arr(p["send_s"]), _arr(p["size"])
+    t, size = _column(p["send_s"]), _column(p["size"])
     m = t > 5
     t, size = t[m], size[m]
     if len(t) < 2:

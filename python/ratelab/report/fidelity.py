@@ -26,6 +26,11 @@ GOAL_P95_REL = 0.25
 GOAL_P95_MS = 10.0
 
 
+def column(values) -> np.ndarray:
+    """A Parquet column (``to_pydict()`` list, None where null) as floats, NaN for null."""
+    return np.asarray([math.nan if x is None else x for x in values], dtype=float)
+
+
 def grid(t: np.ndarray, v: np.ndarray, duration_s: float, dt: float = GRID_S) -> np.ndarray:
     """Mean of ``v`` per bin ``(k*dt, (k+1)*dt]`` over ``[0, duration_s]``; NaN where a bin has
     no finite sample. A sample's value covers the interval before it (rates since the last sample)."""
