@@ -300,7 +300,11 @@ impl MediaSender {
             self.pause_edge = Some(scheduled);
         }
         if !self.paused && !scheduled && !self.cwnd_drops_frame() {
-            let frame = self.encoder.encode(t);
+            // `None`: the encoder's rate control dropped the frame (media.frame_floor_kbit).
+            let Some(frame) = self.encoder.encode(t) else {
+                self.next_frame = Some(self.next_capture(t, now, interval));
+                return;
+            };
             self.frames_encoded += 1;
             let parts = packetize(frame.size, self.max_payload);
             let count = parts.len();
@@ -312,8 +316,13 @@ impl MediaSender {
                 self.pacer.enqueue(QueuedPacket { size: p + self.header, payload, enqueue_time: now });
             }
         }
+        self.next_frame = Some(self.next_capture(t, now, interval));
+    }
+
+    /// The next frame's capture time: one interval on, unless the sender fell behind.
+    fn next_capture(&self, t: Time, now: Time, interval: Duration) -> Time {
         let next = t + interval;
-        self.next_frame = Some(if now - next > CATCH_UP { now } else { next });
+        if now - next > CATCH_UP { now } else { next }
     }
 
     /// One audio packet captured at `t`, straight onto the wire (audio is not paced; it keeps

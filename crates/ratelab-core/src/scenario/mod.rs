@@ -269,6 +269,19 @@ pub struct MediaConfig {
     /// block; the receiver recovers from them). Off (the default): no protection
     /// (media/fec/, docs/loss-protection.md).
     pub fec: bool,
+    /// The encoder at low rates: the smallest delta frame, kbit, at the source resolution
+    /// (`width` × `height`), as the encoder's highest quantizer makes it for this content.
+    /// Below that budget the encoder drops frames as libvpx does, instead of shrinking them.
+    /// 0 (the default): frames shrink to any target (media/encoder/floor.rs,
+    /// docs/models/encoder.md).
+    pub frame_floor_kbit: f64,
+    /// libwebrtc's quality scaler: step the resolution down (3/4, 1/2 of the source, never
+    /// below 320x180) while frames are dropped or their QP is high, up when it is low. Needs
+    /// `frame_floor_kbit`.
+    pub quality_scaler: bool,
+    /// The source's resolution (used by `frame_floor_kbit` and `quality_scaler`).
+    pub width: u32,
+    pub height: u32,
 }
 
 impl Default for MediaConfig {
@@ -278,6 +291,7 @@ impl Default for MediaConfig {
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
             max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
             quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false,
+            frame_floor_kbit: 0.0, quality_scaler: false, width: 640, height: 360,
         }
     }
 }
@@ -372,6 +386,9 @@ impl Scenario {
                 // Both recover the same packets; their interplay (a packet repaired twice, the
                 // retransmissions' share of the protection overhead) is not modelled yet.
                 return Err(ConfigError::new(format!("{p}.media.nack"), "media.nack and media.fec cannot both be on yet: choose one"));
+            }
+            if m.quality_scaler && m.frame_floor_kbit <= 0.0 {
+                return Err(ConfigError::new(format!("{p}.media.quality_scaler"), "needs media.frame_floor_kbit > 0 (the scaler reacts to the frames the floor drops)"));
             }
             if !f.pauses.is_empty() && f.kind != FlowKind::Media { return Err(ConfigError::new(format!("{p}.pauses"), "only media flows can pause")); }
             let mut prev = f64::NEG_INFINITY;

@@ -10,6 +10,7 @@ use crate::controller::{BuildContext, ExternalFactory, FileReader};
 use crate::controllers;
 use crate::error::ConfigError;
 use crate::feedback::generator::{FeedbackGenerator, GeneratorMode};
+use crate::media::encoder::floor::FloorConfig;
 use crate::media::encoder::{Encoder, EncoderConfig};
 use crate::media::fec::FecSender;
 use crate::media::pacer::Pacer;
@@ -153,6 +154,7 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
     let enc = EncoderConfig {
         fps: mc.fps, min_rate: constraints.min_rate, max_rate: constraints.max_rate, lag: Duration::from_ms_f64(mc.encoder_lag_ms),
         size_noise: mc.frame_size_noise, keyframe_interval: Duration::from_secs_f64(mc.keyframe_interval_s), keyframe_factor: mc.keyframe_factor,
+        floor: (mc.frame_floor_kbit > 0.0).then(|| FloorConfig { width: mc.width, height: mc.height, floor_bits: mc.frame_floor_kbit * 1000.0, quality_scaler: mc.quality_scaler }),
     };
     let limit_t = Duration::from_ms_f64(mc.pacer_queue_limit_ms);
     let header = Bytes::new(mc.header_bytes as i64);

@@ -1,7 +1,13 @@
 //! Video encoder model (spec 1.4): frames at a fixed frame rate whose sizes follow the target
 //! rate with a first-order lag, multiplicative size noise and periodic key frames. Key-frame
 //! bits are paid back by the following delta frames (a rate-controlled encoder's virtual
-//! buffer), so the long-run output equals the target.
+//! buffer), so the long-run output equals the target. With a frame floor (floor.rs) the
+//! encoder also drops frames it cannot make small enough and steps its resolution down.
+
+pub mod floor;
+pub mod scaler;
+
+use floor::{FloorConfig, FrameFloor, DROP_DEBT_S};
 
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use rand::SeedableRng;
@@ -21,6 +27,8 @@ pub struct EncoderConfig {
     pub keyframe_interval: Duration,
     /// Key frame size relative to an average frame at the current rate.
     pub keyframe_factor: f64,
+    /// The encoder at low rates (`None`: frames shrink to any target, none is dropped).
+    pub floor: Option<FloorConfig>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -41,13 +49,15 @@ pub struct Encoder {
     last_keyframe: Option<Time>,
     noise: Normal<f64>,
     rng: ChaCha8Rng,
+    floor: Option<FrameFloor>,
 }
 
 impl Encoder {
     pub fn new(cfg: EncoderConfig, start_rate: Bitrate, seed: u64) -> Self {
         let r = start_rate.max(cfg.min_rate).min(cfg.max_rate).bps_f64();
         let noise = Normal::new(1.0, cfg.size_noise.max(0.0)).unwrap_or_else(|_| Normal::new(1.0, 0.0).expect("valid"));
-        Encoder { cfg, target: r, rate: r, debt: 0.0, next_id: 0, last_keyframe: None, noise, rng: ChaCha8Rng::seed_from_u64(seed) }
+        let floor = cfg.floor.clone().map(FrameFloor::new);
+        Encoder { cfg, target: r, rate: r, debt: 0.0, next_id: 0, last_keyframe: None, noise, rng: ChaCha8Rng::seed_from_u64(seed), floor }
     }
 
     pub fn frame_interval(&self) -> Duration { Duration::from_secs_f64(1.0 / self.cfg.fps) }
@@ -62,30 +72,49 @@ impl Encoder {
     /// Ask for a key frame at the next capture (e.g. after a long pause).
     pub fn request_keyframe(&mut self) { self.last_keyframe = None; }
 
-    /// Encode the frame captured at `now`.
-    pub fn encode(&mut self, now: Time) -> Frame {
+    /// The picture the encoder makes now (`None` without a frame floor: not modelled).
+    pub fn resolution(&self) -> Option<(u32, u32)> { self.floor.as_ref().map(|f| f.resolution()) }
+
+    /// Frames the rate control dropped (always 0 without a frame floor).
+    pub fn frames_dropped(&self) -> u64 { self.floor.as_ref().map_or(0, |f| f.frames_dropped()) }
+
+    /// Encode the frame captured at `now`; `None` when the rate control drops it.
+    pub fn encode(&mut self, now: Time) -> Option<Frame> {
         let dt = 1.0 / self.cfg.fps;
         let tau = self.cfg.lag.as_secs_f64();
         let a = if tau <= 0.0 { 1.0 } else { 1.0 - (-dt / tau).exp() };
         self.rate += (self.target - self.rate) * a;
         let nominal = self.rate * dt / 8.0;
+        let interval = self.frame_interval();
+        let mut min_size = 0.0;
+        if let Some(fl) = self.floor.as_mut() {
+            if fl.adapt(now) { self.last_keyframe = None; }
+            if self.debt > DROP_DEBT_S * self.rate / 8.0 {
+                // The dropped frame's budget goes to the debt, as libvpx's buffer refills.
+                self.debt = (self.debt - nominal).max(0.0);
+                fl.on_dropped();
+                return None;
+            }
+            min_size = fl.min_frame_bits(now, interval) / 8.0;
+        }
         let keyframe = match self.last_keyframe {
             None => true,
             Some(t) => self.cfg.keyframe_interval > Duration::ZERO && now - t >= self.cfg.keyframe_interval,
         };
         let size = if keyframe {
             self.last_keyframe = Some(now);
-            nominal * self.cfg.keyframe_factor.max(1.0)
+            nominal.max(min_size) * self.cfg.keyframe_factor.max(1.0)
         } else {
             // Repay debt over ~half a second of frames, never below 30 % of nominal.
             let repay = self.debt / (0.5 * self.cfg.fps).max(1.0);
             let noise = self.noise.sample(&mut self.rng).clamp(0.25, 3.0);
-            ((nominal - repay) * noise).max(0.3 * nominal)
+            ((nominal - repay) * noise).max(0.3 * nominal).max(min_size)
         };
         self.debt = (self.debt + size - nominal).max(0.0);
+        if let Some(fl) = self.floor.as_mut() { fl.on_encoded(now, nominal * 8.0); }
         let id = self.next_id;
         self.next_id += 1;
-        Frame { id, capture: now, size: Bytes::new(size.round().max(1.0) as i64), keyframe }
+        Some(Frame { id, capture: now, size: Bytes::new(size.round().max(1.0) as i64), keyframe })
     }
 }
 
@@ -105,7 +134,7 @@ mod tests {
     use super::*;
 
     fn cfg() -> EncoderConfig {
-        EncoderConfig { fps: 30.0, min_rate: Bitrate::from_kbps(100), max_rate: Bitrate::from_kbps(3000), lag: Duration::from_ms(300), size_noise: 0.1, keyframe_interval: Duration::from_secs(10), keyframe_factor: 4.0 }
+        EncoderConfig { fps: 30.0, min_rate: Bitrate::from_kbps(100), max_rate: Bitrate::from_kbps(3000), lag: Duration::from_ms(300), size_noise: 0.1, keyframe_interval: Duration::from_secs(10), keyframe_factor: 4.0, floor: None }
     }
 
     #[test]
@@ -122,10 +151,51 @@ mod tests {
         let mut total = 0i64;
         let n = 30 * 60;
         for i in 0..n {
-            total += e.encode(Time::from_us(i * 33_333)).size.get();
+            total += e.encode(Time::from_us(i * 33_333)).expect("no floor: no drops").size.get();
         }
         let kbps = total as f64 * 8.0 / 60.0 / 1000.0;
         assert!((kbps - 1000.0).abs() < 30.0, "{kbps}");
+    }
+
+    #[test]
+    fn below_the_floor_frames_are_dropped_not_shrunk() {
+        // 80 kbit/s at 15 frames/s is a budget of 5.33 kbit per frame against a floor of
+        // 11.5 kbit. At equilibrium a share p of the frames is encoded, each after a gap of
+        // 1/p intervals: p · 11.5 · p^-0.35 = 5.33, so p = (5.33 / 11.5)^(1 / 0.65) ≈ 0.307,
+        // 4.6 frames/s, and the output still equals the target (the drops repay the debt).
+        let mut c = cfg();
+        c.fps = 15.0;
+        c.size_noise = 0.0;
+        c.min_rate = Bitrate::from_kbps(10);
+        c.floor = Some(FloorConfig { width: 320, height: 180, floor_bits: 11_500.0, quality_scaler: false });
+        let mut e = Encoder::new(c, Bitrate::from_kbps(80), 3);
+        let (mut frames, mut bytes) = (0, 0i64);
+        let n = 15 * 120;
+        for i in 0..n {
+            if let Some(f) = e.encode(Time::from_us(i * 66_667)) {
+                if i >= 15 * 20 { frames += 1; bytes += f.size.get(); }
+            }
+        }
+        let secs = (n - 15 * 20) as f64 / 15.0;
+        let fps = frames as f64 / secs;
+        let expected = 15.0 * (80.0 / 15.0 / 11.5f64).powf(1.0 / 0.65);
+        assert!((fps - expected).abs() < 0.1 * expected, "{fps} vs {expected}");
+        let kbps = bytes as f64 * 8.0 / secs / 1000.0;
+        assert!((kbps - 80.0).abs() < 8.0, "{kbps}");
+        assert_eq!(e.resolution(), Some((320, 180)));
+        assert!(e.frames_dropped() > 1000);
+    }
+
+    #[test]
+    fn above_the_floor_nothing_changes() {
+        // With budgets well above the floor the floored encoder is the plain one, frame by frame.
+        let mut c = cfg();
+        c.fps = 15.0;
+        let plain = Encoder::new(c.clone(), Bitrate::from_kbps(1000), 3);
+        c.floor = Some(FloorConfig { width: 640, height: 360, floor_bits: 5_000.0, quality_scaler: true });
+        let floored = Encoder::new(c, Bitrate::from_kbps(1000), 3);
+        let sizes = |mut e: Encoder| (0..600).map(|i| e.encode(Time::from_us(i * 66_667)).map(|f| f.size.get())).collect::<Vec<_>>();
+        assert_eq!(sizes(plain), sizes(floored));
     }
 
     #[test]
