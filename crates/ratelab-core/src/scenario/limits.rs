@@ -82,6 +82,7 @@ pub const LIMITS: &[Limit] = &[
     r("flows[*].media.min_kbps", 0.0, MAX_KBPS, "kbit/s"),
     r("flows[*].media.max_kbps", 0.0, MAX_KBPS, "kbit/s"),
     r("flows[*].media.start_kbps", 0.0, MAX_KBPS, "kbit/s"),
+    noted(r("flows[*].media.encoder_min_kbps", 0.0, MAX_KBPS, "kbit/s"), "unset: min_kbps"),
     noted(r("flows[*].media.encoder_lag_ms", 0.0, MAX_MS, "ms"), "0: the encoder follows the target at once"),
     r("flows[*].media.frame_size_noise", 0.0, 10.0, ""),
     noted(r("flows[*].media.keyframe_interval_s", 0.0, MAX_DURATION_S, "s"), "0: only the first frame is a key frame"),

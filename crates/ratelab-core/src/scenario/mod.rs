@@ -282,6 +282,11 @@ pub struct MediaConfig {
     /// The source's resolution (used by `frame_floor_kbit` and `quality_scaler`).
     pub width: u32,
     pub height: u32,
+    /// The encoder's own minimum rate, kbit/s, when it differs from the controller's
+    /// `min_kbps` (unset: the same). Chromium's estimate stays at or above ~150 kbit/s in the
+    /// fidelity runs while its encoder, after the FEC share, goes down to libwebrtc's 30 kbit/s
+    /// video minimum (docs/fidelity.md, round 3).
+    pub encoder_min_kbps: Option<f64>,
 }
 
 impl Default for MediaConfig {
@@ -291,7 +296,7 @@ impl Default for MediaConfig {
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
             max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
             quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false,
-            frame_floor_kbit: 0.0, quality_scaler: false, width: 640, height: 360,
+            frame_floor_kbit: 0.0, quality_scaler: false, width: 640, height: 360, encoder_min_kbps: None,
         }
     }
 }
@@ -386,6 +391,9 @@ impl Scenario {
                 // Both recover the same packets; their interplay (a packet repaired twice, the
                 // retransmissions' share of the protection overhead) is not modelled yet.
                 return Err(ConfigError::new(format!("{p}.media.nack"), "media.nack and media.fec cannot both be on yet: choose one"));
+            }
+            if let Some(e) = m.encoder_min_kbps {
+                if e > m.max_kbps { return Err(ConfigError::new(format!("{p}.media.encoder_min_kbps"), "must be ≤ max_kbps")); }
             }
             if m.quality_scaler && m.frame_floor_kbit <= 0.0 {
                 return Err(ConfigError::new(format!("{p}.media.quality_scaler"), "needs media.frame_floor_kbit > 0 (the scaler reacts to the frames the floor drops)"));
