@@ -249,6 +249,7 @@ mod tests {
         v["link"]["capacity_kbps"] = 1.into();
         v["link"]["queue"]["bytes"] = 1.into();
         v["link"]["queue"]["packets"] = 1.into();
+        v["flows"][0]["media"]["encoder_min_kbps"] = 1.into();
         v["flows"][1]["tcp"] = serde_json::to_value(crate::transport::tcp::TcpConfig { max_bytes: Some(5), ..Default::default() }).unwrap();
         fn walk(p: &str, v: &Value, out: &mut Vec<String>) {
             match v {
