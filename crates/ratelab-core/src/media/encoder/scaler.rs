@@ -7,13 +7,16 @@
 //! encoder's bit budget per frame compares with the smallest frame it can make at the current
 //! resolution (docs/models/encoder.md).
 
+use crate::media::exp_filter::ExpFilter;
 use crate::units::{Duration, Time};
 use std::collections::VecDeque;
 
 /// `kMeasureMs`: the check period until the first downscale ("fast ramp-up").
 const MEASURE: Duration = Duration::from_ms(2000);
-/// `kSamplePeriodScaleFactor`: later checks are this many measure periods apart.
-const SAMPLE_PERIOD_SCALE: i64 = 5; // 2.5 × 2000 ms = 5 s, kept in half periods of 1 s
+/// Later checks: `kMeasureMs` × `kSamplePeriodScaleFactor` (2.5).
+const LATER_CHECK: Duration = Duration::from_ms(5000);
+/// While a check lacks frames: half of `kMeasureMs` (the quality-scaling experiment's rule).
+const WAITING_CHECK: Duration = Duration::from_ms(1000);
 /// `kFramedropPercentThreshold`: a drop share (percent) this high reports high QP.
 const FRAMEDROP_PERCENT_THRESHOLD: u32 = 60;
 /// `kMinFramesNeededToScale`: fewer input frames since the last decision: no decision.
@@ -25,8 +28,8 @@ pub const VP8_QP_LOW: f64 = 29.0;
 pub const VP8_QP_HIGH: f64 = 95.0;
 /// Smoothing of the QP samples, per millisecond (Chromium's default quality-scaling settings:
 /// `alpha_high` 0.9995, `alpha_low` 0.9999; about 2 s and 10 s time constants).
-const ALPHA_HIGH: f64 = 0.9995;
-const ALPHA_LOW: f64 = 0.9999;
+const ALPHA_HIGH: f32 = 0.9995;
+const ALPHA_LOW: f32 = 0.9999;
 
 /// The QP proxy: QP falls by [`QP_PER_DOUBLING`] for every doubling of the bit budget per frame
 /// above the floor, from [`QP_AT_FLOOR`] at a budget equal to the floor. The two constants put
@@ -50,34 +53,26 @@ pub enum Adapt {
     Up,
 }
 
-/// `rtc::ExpFilter` with a per-millisecond factor.
+/// `QpSmoother`: an [`ExpFilter`] applied with the milliseconds since its last sample.
 #[derive(Clone, Debug)]
 struct Smoother {
-    alpha: f64,
-    value: Option<f64>,
+    filter: ExpFilter,
     last: Time,
 }
 
 impl Smoother {
-    fn new(alpha: f64) -> Self { Smoother { alpha, value: None, last: Time::ZERO } }
+    fn new(alpha: f32) -> Self { Smoother { filter: ExpFilter::new(alpha), last: Time::ZERO } }
     fn add(&mut self, now: Time, sample: f64) {
-        self.value = Some(match self.value {
-            None => sample,
-            Some(v) => {
-                let a = self.alpha.powf((now - self.last).as_secs_f64() * 1000.0);
-                a * v + (1.0 - a) * sample
-            }
-        });
+        self.filter.apply((now - self.last).as_ms_f64() as f32, sample as f32);
         self.last = now;
     }
+    fn value(&self) -> Option<f64> { self.filter.value().map(f64::from) }
 }
 
 #[derive(Clone, Debug)]
 pub struct QualityScaler {
     next_check: Time,
     fast_rampup: bool,
-    /// Whether the last check had enough frames and whether it asked for a change.
-    last_enough: bool,
     /// 100 per dropped input frame, 0 per encoded one (the newest last).
     drops: VecDeque<u8>,
     qp_high: Smoother,
@@ -89,7 +84,6 @@ impl QualityScaler {
         QualityScaler {
             next_check: start + MEASURE,
             fast_rampup: true,
-            last_enough: true,
             drops: VecDeque::with_capacity(WINDOW_FRAMES),
             qp_high: Smoother::new(ALPHA_HIGH),
             qp_low: Smoother::new(ALPHA_LOW),
@@ -116,22 +110,14 @@ impl QualityScaler {
     pub fn poll(&mut self, now: Time) -> Option<Adapt> {
         if now < self.next_check { return None; }
         let (enough, result) = self.check();
-        let reported = result.is_some();
         if result == Some(Adapt::Down) { self.fast_rampup = false; }
-        if reported {
+        if result.is_some() {
             self.drops.clear();
             self.qp_high = Smoother::new(ALPHA_HIGH);
             self.qp_low = Smoother::new(ALPHA_LOW);
         }
-        self.last_enough = enough;
         // `GetCheckingQpDelayMs`: 2 s while ramping up, 1 s while waiting for frames, else 5 s.
-        let delay = if self.fast_rampup {
-            MEASURE
-        } else if !self.last_enough {
-            Duration::from_us(MEASURE.as_us() / 2)
-        } else {
-            Duration::from_us(MEASURE.as_us() * SAMPLE_PERIOD_SCALE / 2)
-        };
+        let delay = if self.fast_rampup { MEASURE } else if !enough { WAITING_CHECK } else { LATER_CHECK };
         self.next_check = now + delay;
         result
     }
@@ -141,7 +127,7 @@ impl QualityScaler {
         if self.drops.len() < MIN_FRAMES_NEEDED { return (false, None); }
         let drop_percent = self.drops.iter().map(|&v| v as u32).sum::<u32>() / self.drops.len() as u32;
         if drop_percent >= FRAMEDROP_PERCENT_THRESHOLD { return (true, Some(Adapt::Down)); }
-        match (self.qp_high.value, self.qp_low.value) {
+        match (self.qp_high.value(), self.qp_low.value()) {
             (Some(h), _) if h.floor() > VP8_QP_HIGH => (true, Some(Adapt::Down)),
             (_, Some(l)) if l.floor() <= VP8_QP_LOW => (true, Some(Adapt::Up)),
             _ => (true, None),

@@ -11,7 +11,8 @@ pub mod recovery;
 use crate::controller::TransportFeedback;
 use crate::units::{Bitrate, Bytes, Duration, Time};
 use generator::{FecBlock, UlpfecGenerator};
-use protection::{nack_fec_protection, ExpFilter, Inputs, LossFilter, Protection};
+use crate::media::exp_filter::ExpFilter;
+use protection::{nack_fec_protection, Inputs, LossFilter, Protection};
 use std::collections::VecDeque;
 
 /// `kProtectionOverheadRateThreshold`: the protection share taken off the encoder is capped.

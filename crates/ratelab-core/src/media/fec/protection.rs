@@ -144,23 +144,6 @@ pub fn bitrate_too_low_for_fec(p: &Inputs) -> bool {
     bytes_per_frame < max && p.rtt_ms < MAX_RTT_TURN_OFF_FEC_MS
 }
 
-/// `rtc::ExpFilter` with time-scaled smoothing (`Apply(dt_ms, sample)`), as the packets-per-frame
-/// estimates use it (alpha 0.9999 per ms).
-#[derive(Clone, Copy, Debug)]
-pub struct ExpFilter { alpha: f32, value: Option<f32> }
-
-impl ExpFilter {
-    pub fn new(alpha: f32) -> Self { ExpFilter { alpha, value: None } }
-    pub fn apply(&mut self, exp: f32, sample: f32) {
-        self.value = Some(match self.value {
-            None => sample,
-            Some(v) => { let a = self.alpha.powf(exp); a * v + (1.0 - a) * sample }
-        });
-    }
-    /// libwebrtc's `kValueUndefined` (−1) before the first sample.
-    pub fn filtered(&self) -> f32 { self.value.unwrap_or(-1.0) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,16 +226,5 @@ mod tests {
         let (key, delta) = fec_code_rates(&p);
         let key_row = FEC_RATE_TABLE[((1 + (2 * 78 - 5) / 5) as usize).min(49) * 129 + 26];
         assert_eq!(key, 26u8.max((2 * delta).min(128)).max(key_row).min(128));
-    }
-
-    #[test]
-    fn exp_filter_scales_with_elapsed_time() {
-        let mut f = ExpFilter::new(0.9999);
-        assert_eq!(f.filtered(), -1.0);
-        f.apply(0.0, 4.0);
-        assert_eq!(f.filtered(), 4.0);
-        f.apply(1000.0, 8.0);
-        let a = 0.9999f32.powf(1000.0); // ≈ 0.905
-        assert!((f.filtered() - (a * 4.0 + (1.0 - a) * 8.0)).abs() < 1e-5);
     }
 }
