@@ -6,7 +6,7 @@ use super::rate::{cwnd_drop_interval, AudioStream};
 use crate::controller::{Constraints, Controller, Update};
 use crate::feedback::generator::FeedbackReport;
 use crate::feedback::history::SendHistory;
-use crate::media::encoder::{packetize, Encoder};
+use crate::media::encoder::{packetize, Encoder, Frame};
 use crate::media::fec::FecSender;
 use crate::media::pacer::{Pacer, QueuedPacket};
 use crate::media::rtx::RtxHistory;
@@ -301,28 +301,24 @@ impl MediaSender {
         }
         if !self.paused && !scheduled && !self.cwnd_drops_frame() {
             // `None`: the encoder's rate control dropped the frame (media.frame_floor_kbit).
-            let Some(frame) = self.encoder.encode(t) else {
-                self.next_frame = Some(self.next_capture(t, now, interval));
-                return;
-            };
-            self.frames_encoded += 1;
-            let parts = packetize(frame.size, self.max_payload);
-            let count = parts.len();
-            if let Some(f) = self.fec.as_mut() { f.on_encoded(now, frame.size, frame.keyframe); }
-            self.observe_packetization(frame.size, count);
-            for (i, p) in parts.enumerate() {
-                let payload = Payload::Media { frame: frame.id as u32, index: i as u16, count: count as u16, capture: t, keyframe: frame.keyframe, media_seq: self.next_media_seq as u32, rtx: false };
-                self.next_media_seq += 1;
-                self.pacer.enqueue(QueuedPacket { size: p + self.header, payload, enqueue_time: now });
-            }
+            if let Some(frame) = self.encoder.encode(t) { self.enqueue_frame(now, frame); }
         }
-        self.next_frame = Some(self.next_capture(t, now, interval));
+        let next = t + interval;
+        self.next_frame = Some(if now - next > CATCH_UP { now } else { next });
     }
 
-    /// The next frame's capture time: one interval on, unless the sender fell behind.
-    fn next_capture(&self, t: Time, now: Time, interval: Duration) -> Time {
-        let next = t + interval;
-        if now - next > CATCH_UP { now } else { next }
+    /// An encoded frame: packetized into the pacer (and counted for loss protection).
+    fn enqueue_frame(&mut self, now: Time, frame: Frame) {
+        self.frames_encoded += 1;
+        let parts = packetize(frame.size, self.max_payload);
+        let count = parts.len();
+        if let Some(f) = self.fec.as_mut() { f.on_encoded(now, frame.size, frame.keyframe); }
+        self.observe_packetization(frame.size, count);
+        for (i, p) in parts.enumerate() {
+            let payload = Payload::Media { frame: frame.id as u32, index: i as u16, count: count as u16, capture: frame.capture, keyframe: frame.keyframe, media_seq: self.next_media_seq as u32, rtx: false };
+            self.next_media_seq += 1;
+            self.pacer.enqueue(QueuedPacket { size: p + self.header, payload, enqueue_time: now });
+        }
     }
 
     /// One audio packet captured at `t`, straight onto the wire (audio is not paced; it keeps
