@@ -258,6 +258,9 @@ class Loaded:
     #: The run's output folder (series, summary, the browser's provenance).
     run_dir: Path
     capacity: Any = None
+    #: Frames the encoder produced per second (first forward flow) on the grid; None when the
+    #: series has no ``fps`` column (simulator runs before it was recorded).
+    fps: Any = None
     metrics: dict[str, float] = field(default_factory=dict)
 
 
@@ -283,10 +286,12 @@ def load_case(out: Path, case: Case) -> tuple[dict[str, list[Loaded]], dict[str,
                                                                              "target_kbps", "queue_ms", "capacity_kbps")},
                            flows, meta["duration_s"])
             lo = Loaded(meta, g, summary, rd)
+            t, fl = _column(series["t_s"]), _column(series["flow"])
+            sel = fl == flows[0]
             if c.startswith("sim"):
-                t, fl = _column(series["t_s"]), _column(series["flow"])
-                sel = fl == flows[0]
                 lo.capacity = F.grid(t[sel], _column(series["capacity_kbps"])[sel], meta["duration_s"])
+            if "fps" in series:
+                lo.fps = F.grid(t[sel], _column(series["fps"])[sel], meta["duration_s"])
             runs.setdefault(c, []).append(lo)
     return runs, refused
 
@@ -475,8 +480,9 @@ COLORS = {"chromium": "tab:red", "live-gcc": "tab:orange", "sim-gcc": "tab:blue"
 
 
 def figure(case: Case, runs: dict[str, list[Loaded]], cap, n: int, path: Path, duration: float) -> None:
-    """Delivered (solid) and target (dashed) rate and queuing delay over time, first run of each
-    contender (with a queuing-delay series where one has it), with the capacity."""
+    """Delivered (solid) and target (dashed) rate, queuing delay and (where a series has it)
+    the encoder's frame rate over time, first run of each contender (with a queuing-delay series
+    where one has it), with the capacity."""
     import matplotlib
     import numpy as np
     matplotlib.use("Agg")
@@ -484,7 +490,10 @@ def figure(case: Case, runs: dict[str, list[Loaded]], cap, n: int, path: Path, d
     from ratelab.report import fidelity as F
 
     t = F.grid_times(duration)[:n]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    with_fps = any(lo.fps is not None for lst in runs.values() for lo in lst)
+    rows, ratios = (3, [3, 2, 1.4]) if with_fps else (2, [3, 2])
+    fig, axes = plt.subplots(rows, 1, figsize=(9, 5.5 + 1.6 * (rows - 2)), sharex=True, gridspec_kw={"height_ratios": ratios})
+    ax1, ax2 = axes[0], axes[1]
     ax1.step(t, cap[:n], where="pre", color="black", lw=1.2, label="capacity")
     for c, lst in runs.items():
         if not lst:
@@ -494,12 +503,19 @@ def figure(case: Case, runs: dict[str, list[Loaded]], cap, n: int, path: Path, d
         ax1.plot(t, g["delivered"][:n], color=COLORS[c], lw=1.1, label=f"{c} delivered")
         ax1.plot(t, g["target"][:n], color=COLORS[c], lw=0.9, ls="--", label=f"{c} target")
         ax2.plot(t, g["queue"][:n], color=COLORS[c], lw=1.0, label=c)
+        fps = next((lo.fps for lo in lst if lo.fps is not None), None)
+        if with_fps and fps is not None:
+            axes[2].plot(t, fps[:n], color=COLORS[c], lw=1.0, label=c)
     ax1.set_ylabel("kbit/s")
     ax1.set_title(f"{case.name} ({case.split}): {case.note}", fontsize=9)
     ax1.legend(fontsize=6, ncol=3, loc="upper right")
     ax2.set_ylabel("queuing delay (ms)")
-    ax2.set_xlabel("time (s)")
     ax2.legend(fontsize=6, ncol=5, loc="upper right")
+    if with_fps:
+        axes[2].set_ylabel("encoded frames/s")
+        axes[2].set_ylim(bottom=0)
+        axes[2].legend(fontsize=6, ncol=5, loc="lower right")
+    axes[-1].set_xlabel("time (s)")
     fig.tight_layout()
     tmp = path.with_suffix(".png.part")
     fig.savefig(tmp, dpi=90, format="png")

@@ -26,7 +26,7 @@ from ratelab.errors import InputError
 from ratelab.scenario import Scenario, load_scenario
 
 SIM_SERIES = ("t_s", "flow", "target_kbps", "encoder_kbps", "pacing_kbps", "send_kbps", "recv_kbps", "owd_ms",
-              "capacity_kbps", "queue_ms", "cwnd_bytes", "lost_packets", "freezes")
+              "capacity_kbps", "queue_ms", "cwnd_bytes", "lost_packets", "freezes", "fps", "width", "height")
 SIM_FLOW_KEYS = ("id", "label", "kind", "direction", "controller", "start_s", "stop_s", "throughput_kbps", "utilization",
                  "owd_ms_mean", "owd_ms_p50", "owd_ms_p95", "queue_delay_ms_mean", "queue_delay_ms_p95", "loss_rate",
                  "freeze_count", "freeze_ratio", "frame_delay_ms_mean", "frames_rendered", "psnr_db_mean", "packets_sent",

@@ -35,3 +35,27 @@ def test_quality_scaler_without_a_floor_is_refused_by_name(core, cli):
     err = p.stderr
     assert p.returncode == 2 and len(err.strip().splitlines()) == 1
     assert "flows[0].media.quality_scaler" in err and "frame_floor_kbit" in err and "Traceback" not in err
+
+
+def test_the_encoders_drops_and_picture_reach_the_summary_and_the_series(core, tmp_path):
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    sc = load_scenario("rmcat-5.1", ["duration_s=20", "metrics.packet_log=false", "link.steps=[[0, 150]]",
+                                     "flows.0.media.fps=15", "flows.0.media.min_kbps=30",
+                                     "flows.0.media.frame_floor_kbit=27", "flows.0.media.quality_scaler=true"])
+    res = ratelab.run_scenario(sc, ["gcc"], packets=False, out_dir=tmp_path)
+    f = res.runs[0].flows[0]
+    s = pq.read_table(tmp_path / "gcc" / "series.parquet").to_pydict()
+    fps, width = np.array(s["fps"], float), np.array(s["width"], float)
+    iv = s["t_s"][1] - s["t_s"][0]
+    # the 300 captures of 20 s at 15 frames/s: encoded (the series), dropped by the encoder (the
+    # summary), or a few dropped before the encoder by GCC's congestion-window pushback
+    encoded = fps.sum() * iv
+    assert f["frames_dropped_by_encoder"] > 100 and encoded > 100
+    assert 285 <= encoded + f["frames_dropped_by_encoder"] <= 300
+    # the scaler's steps show in the series: 640 wide at first, narrower later
+    assert width[0] == 640 and width[-1] < 640 and np.all(np.diff(width) <= 0)
+    # without the floor the encoder's drops are not modelled: no key, no picture
+    plain = ratelab.run_scenario(load_scenario("rmcat-5.1", ["duration_s=5", "metrics.packet_log=false"]), ["gcc"], packets=False)
+    assert "frames_dropped_by_encoder" not in plain.runs[0].flows[0]

@@ -213,3 +213,39 @@ fn audio_is_validated() {
     let err = Scenario::from_json(&v.to_string()).err().expect("1-ms frames");
     assert_eq!(err.field, "flows[0].media.audio_frame_ms");
 }
+
+/// The series' frame columns: `fps` counts the frames the encoder produced in each interval
+/// (none during a pause), `width`/`height` are NaN where the resolution is not modelled; with a
+/// frame floor the summary counts the encoder's drops and every capture is either encoded or
+/// dropped.
+#[test]
+fn series_reports_the_encoders_frame_rate_and_picture() {
+    let mut sim = build_simulation(&paused_flow(serde_json::json!([[4, 8]])), 1, None).unwrap();
+    sim.run_to_end();
+    let s = sim.take_series();
+    let mean_fps = |a: f64, b: f64| {
+        let v: Vec<f64> = s.t_s.iter().zip(&s.fps).filter(|(t, _)| **t > a && **t <= b).map(|(_, f)| *f).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    assert!((mean_fps(1.0, 4.0) - 30.0).abs() < 1.0, "{}", mean_fps(1.0, 4.0));
+    assert_eq!(mean_fps(4.1, 8.0), 0.0, "paused: no frames");
+    assert!(s.width.iter().chain(&s.height).all(|w| w.is_nan()));
+    assert_eq!(sim.summary().flows[0].frames_dropped_by_encoder, None);
+
+    // 100 kbit/s at 15 frames/s is ~6.7 kbit a frame, under a 27 kbit floor at 640x360.
+    let floored = scenario(serde_json::json!({
+        "name": "t", "duration_s": 12,
+        "link": {"capacity_kbps": 2000, "queue": {"ms": 300}},
+        "flows": [{"kind": "media", "controller": "fixed", "params": {"rate_kbps": 100},
+                   "media": {"min_kbps": 10, "max_kbps": 10000, "start_kbps": 100, "fps": 15, "frame_floor_kbit": 27}}]
+    }));
+    let mut sim = build_simulation(&floored, 1, None).unwrap();
+    sim.run_to_end();
+    let s = sim.take_series();
+    let dropped = sim.summary().flows[0].frames_dropped_by_encoder.expect("a floor counts its drops");
+    let iv = s.t_s[1] - s.t_s[0];
+    let encoded: f64 = s.fps.iter().map(|f| f * iv).sum();
+    assert!(dropped > 60, "{dropped}");
+    assert!((encoded + dropped as f64 - 12.0 * 15.0).abs() <= 2.0, "{encoded} + {dropped}");
+    assert!(s.width.iter().all(|&w| w == 640.0) && s.height.iter().all(|&h| h == 360.0));
+}

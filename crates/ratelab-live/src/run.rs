@@ -212,7 +212,9 @@ pub fn live_run(sc: &Scenario, o: &LiveRunOptions) -> Result<LiveRunResult, Conf
         }
         metrics.push(m);
     }
-    let records: Vec<FlowRecord> = specs.iter().zip(&metrics).map(|(s, m)| FlowRecord { info: &s.info, metrics: m, video: Some(m.video.unwrap_or_default()), retransmitted: None }).collect();
+    let records: Vec<FlowRecord> = specs.iter().zip(&metrics).zip(&sres).map(|((s, m), r)| FlowRecord {
+        info: &s.info, metrics: m, video: Some(m.video.unwrap_or_default()), retransmitted: None, encoder_drops: r.stats.frames_dropped_by_encoder,
+    }).collect();
     let links: Vec<LinkRecord> = (0..capacities.len()).map(|d| LinkRecord { capacity: &capacities[d][0].1, route_changes: &capacities[d][1..], stats: eres.link_stats[d] }).collect();
     let events = sres.iter().map(|r| r.stats.packets_sent).sum::<u64>() + rres.iter().map(|r| r.stats.feedback_packets).sum::<u64>();
     let mut summary = summarize(end, events, &links, &records);
@@ -267,6 +269,9 @@ fn join_series(specs: &[FlowSpec], sres: &[SenderResult], rres: &[ReceiverResult
         // Not sampled per interval in live mode (the summary has the totals).
         series.lost_packets.push(f64::NAN);
         series.freezes.push(f64::NAN);
+        series.fps.push(ss.fps[i]);
+        series.width.push(ss.width[i]);
+        series.height.push(ss.height[i]);
     }
     series
 }

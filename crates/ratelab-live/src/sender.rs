@@ -96,6 +96,9 @@ pub struct SenderStats {
     /// Packets of the optional audio stream (`media.audio_kbps`).
     pub audio_packets: u64,
     pub frames_encoded: u64,
+    /// Frames the encoder's rate control dropped (`media.frame_floor_kbit` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames_dropped_by_encoder: Option<u64>,
     pub feedback_packets: u64,
     pub feedback_malformed: u64,
     pub remb_packets: u64,
@@ -124,6 +127,11 @@ pub struct SenderSeries {
     pub pacing_kbps: Vec<f64>,
     pub send_kbps: Vec<f64>,
     pub cwnd_bytes: Vec<f64>,
+    /// Frames encoded per second over the interval, and the encoder's picture (NaN where the
+    /// resolution is not modelled), as the simulator's series.
+    pub fps: Vec<f64>,
+    pub width: Vec<f64>,
+    pub height: Vec<f64>,
 }
 
 /// Per-packet send log.
@@ -203,6 +211,7 @@ impl Sender {
         let mut next_series = Time::from_us((t0.as_us() / iv.as_us() + 1) * iv.as_us());
         let mut last_feedback = t0;
         let mut iv_sent = Bytes::ZERO;
+        let mut iv_frames = 0u64;
         let mut pacer_deadline: Option<Time> = None;
         let silence = Duration::from_secs_f64(o.silence_timeout_s);
         let mut incoming = Vec::new();
@@ -289,6 +298,11 @@ impl Sender {
                 series.send_kbps.push((iv_sent / iv).kbps_f64());
                 let w = snd.cwnd();
                 series.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
+                let (fps, width, height) = snd.frame_columns(iv_frames, iv);
+                iv_frames = snd.frames_encoded();
+                series.fps.push(fps);
+                series.width.push(width);
+                series.height.push(height);
                 iv_sent = Bytes::ZERO;
                 next_series += iv;
             }
@@ -301,6 +315,7 @@ impl Sender {
             if deadline > now { net::wait_readable(&self.sock, (deadline - now).min(Duration::from_ms(100))); }
         }
         stats.frames_encoded = snd.frames_encoded();
+        stats.frames_dropped_by_encoder = snd.frames_dropped_by_encoder();
         stats.expired_bytes = snd.expired_bytes().get();
         // Tell the receiver the stream ended (RTCP BYE, RFC 3550 §6.6), a few times against loss.
         let bye = bye_packet(o.ssrc);

@@ -61,7 +61,7 @@ macro_rules! columns {
 
 /// Columns of a time-series log as numpy arrays (shared by `Simulation` and the live runs).
 pub(crate) fn series_dict(py: Python<'_>, s: SeriesLog) -> PyResult<PyObject> {
-    columns!(py, s, t_s, flow, target_kbps, encoder_kbps, pacing_kbps, send_kbps, recv_kbps, owd_ms, capacity_kbps, queue_ms, cwnd_bytes, lost_packets, freezes)
+    columns!(py, s, t_s, flow, target_kbps, encoder_kbps, pacing_kbps, send_kbps, recv_kbps, owd_ms, capacity_kbps, queue_ms, cwnd_bytes, lost_packets, freezes, fps, width, height)
 }
 
 /// Columns of a packet log as numpy arrays (shared by `Simulation` and the live runs).

@@ -281,6 +281,18 @@ impl MediaSender {
     pub fn constraints(&self) -> Constraints { self.constraints }
     pub fn header(&self) -> Bytes { self.header }
     pub fn frames_encoded(&self) -> u64 { self.frames_encoded }
+    /// Frames the encoder's rate control dropped; `None` without `media.frame_floor_kbit`
+    /// (that encoder never drops).
+    pub fn frames_dropped_by_encoder(&self) -> Option<u64> { self.encoder.resolution().map(|_| self.encoder.frames_dropped()) }
+    /// The encoder's picture; `None` where the resolution is not modelled.
+    pub fn resolution(&self) -> Option<(u32, u32)> { self.encoder.resolution() }
+    /// The frame-level series columns (`fps`, `width`, `height`) over an interval `iv` that
+    /// began with `frames_before` frames encoded; shared by the simulator and the live sender.
+    pub fn frame_columns(&self, frames_before: u64, iv: Duration) -> (f64, f64, f64) {
+        let fps = if iv > Duration::ZERO { (self.frames_encoded - frames_before) as f64 / iv.as_secs_f64() } else { f64::NAN };
+        let (w, h) = self.resolution().map_or((f64::NAN, f64::NAN), |(w, h)| (w as f64, h as f64));
+        (fps, w, h)
+    }
     /// RTX packets sent and their bytes on the wire (`None` without `media.nack`).
     pub fn retransmitted(&self) -> Option<(u64, Bytes)> { self.rtx.as_ref().map(|_| (self.retransmitted_packets, self.retransmitted_bytes)) }
     /// WebRTC's encoder pause is on (the pacer queue is too long).

@@ -37,6 +37,8 @@ pub struct FlowMetrics {
     pub(crate) iv_owd_sum_us: i64,
     pub(crate) iv_owd_n: u32,
     pub(crate) iv_lost: u64,
+    /// Frames the flow's encoder had produced when the interval began.
+    pub(crate) iv_frames: u64,
 }
 
 impl FlowMetrics {
@@ -44,7 +46,7 @@ impl FlowMetrics {
         FlowMetrics {
             packets_sent: 0, bytes_sent: Bytes::ZERO, packets_received: 0, bytes_received: Bytes::ZERO, packets_lost: 0, bytes_lost: Bytes::ZERO,
             owd: delay_histogram(), queue: delay_histogram(), owd_sum_us: 0, queue_sum_us: 0, goodput_bins: Vec::new(), video: None, return_path: None,
-            start, stop, iv_sent: Bytes::ZERO, iv_recv: Bytes::ZERO, iv_owd_sum_us: 0, iv_owd_n: 0, iv_lost: 0,
+            start, stop, iv_sent: Bytes::ZERO, iv_recv: Bytes::ZERO, iv_owd_sum_us: 0, iv_owd_n: 0, iv_lost: 0, iv_frames: 0,
         }
     }
 
@@ -168,6 +170,13 @@ pub struct SeriesLog {
     pub lost_packets: Vec<f64>,
     /// The receiver's freeze count so far (webrtc-stats `freezeCount`, cumulative); NaN for TCP.
     pub freezes: Vec<f64>,
+    /// Frames the encoder produced per second over the interval (dropped and paused frames
+    /// not counted, as webrtc-stats `framesPerSecond`); NaN for TCP.
+    pub fps: Vec<f64>,
+    /// The encoder's picture (media/encoder/floor.rs steps it down); NaN where the resolution is
+    /// not modelled (without `media.frame_floor_kbit`) and for TCP.
+    pub width: Vec<f64>,
+    pub height: Vec<f64>,
 }
 
 impl SeriesLog {

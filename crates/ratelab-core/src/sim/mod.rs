@@ -530,6 +530,11 @@ impl Simulation {
                     let w = mf.sender.cwnd();
                     s.cwnd_bytes.push(if w.is_finite() { w.as_f64() } else { f64::NAN });
                     s.freezes.push(mf.receiver.video_stats().freeze_count as f64);
+                    let (fps, w, h) = mf.sender.frame_columns(m.iv_frames, iv);
+                    m.iv_frames = mf.sender.frames_encoded();
+                    s.fps.push(fps);
+                    s.width.push(w);
+                    s.height.push(h);
                 }
                 FlowState::Tcp(t) => {
                     s.target_kbps.push(f64::NAN);
@@ -537,6 +542,9 @@ impl Simulation {
                     s.pacing_kbps.push(t.sender.pacing_rate().map_or(f64::NAN, |r| r.kbps_f64()));
                     s.cwnd_bytes.push(t.sender.cwnd().as_f64());
                     s.freezes.push(f64::NAN);
+                    s.fps.push(f64::NAN);
+                    s.width.push(f64::NAN);
+                    s.height.push(f64::NAN);
                 }
             }
         }

@@ -68,6 +68,10 @@ pub struct FlowSummary {
     /// `media.nack` (absent otherwise, so summaries without it are unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retransmit_kbps: Option<f64>,
+    /// Frames the encoder's rate control dropped (libvpx's frame dropper); only with
+    /// `media.frame_floor_kbit`, absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames_dropped_by_encoder: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -92,6 +96,8 @@ pub struct FlowRecord<'a> {
     pub video: Option<VideoStats>,
     /// RTX bytes sent (`media.nack` flows only).
     pub retransmitted: Option<Bytes>,
+    /// Frames the encoder dropped (`media.frame_floor_kbit` flows only).
+    pub encoder_drops: Option<u64>,
 }
 
 /// One bottleneck as the summary sees it: its capacity over time and its counters.
@@ -156,6 +162,7 @@ pub fn summarize(end: Time, events: u64, links: &[LinkRecord], flows: &[FlowReco
             return_bytes_sent: rp.map(|c| c.bytes_sent),
             return_loss_rate: rp.map(|c| if c.packets_sent > 0 { c.packets_lost as f64 / c.packets_sent as f64 } else { 0.0 }),
             retransmit_kbps: f.retransmitted.map(|b| if active > Duration::ZERO { b.bits() as f64 / active.as_secs_f64() / 1e3 } else { 0.0 }),
+            frames_dropped_by_encoder: f.encoder_drops,
         });
     }
     RunSummary {
@@ -218,6 +225,7 @@ impl Simulation {
             metrics: &f.metrics,
             video: match &f.state { FlowState::Media(mf) => Some(f.metrics.video.unwrap_or(mf.receiver.video_stats())), FlowState::Tcp(_) => None },
             retransmitted: match &f.state { FlowState::Media(mf) => mf.sender.retransmitted().map(|(_, b)| b), FlowState::Tcp(_) => None },
+            encoder_drops: match &f.state { FlowState::Media(mf) => mf.sender.frames_dropped_by_encoder(), FlowState::Tcp(_) => None },
         }).collect();
         // A link's capacity over the run: its first route's schedule, then each route change's.
         let links: Vec<LinkRecord> = self.links.iter().zip(&self.routes.capacities).map(|(l, caps): (&Link, _)| {
