@@ -5,6 +5,7 @@
 
 use crate::controller::{PacketKind, ReceivedPacket, ReceiverEstimator};
 use crate::feedback::generator::{FeedbackGenerator, FeedbackReport, GeneratorMode};
+use crate::media::fec::hybrid::FrameSeqs;
 use crate::media::fec::recovery::{FecInfo, FecReceiver, Recovered};
 use crate::media::nack::{Arrived, NackList, PROCESS_INTERVAL};
 use crate::media::receiver::{FrameReceiver, VideoStats};
@@ -86,6 +87,9 @@ pub struct MediaReceiver {
     estimates: u64,
     /// FEC recovery (`media.fec`); `None`: FEC packets are ignored.
     fec: Option<FecReceiver>,
+    /// With FEC and NACK both on: where each frame sits on the media sequence numbers, so that
+    /// what FEC repairs leaves the NACK list.
+    frame_seqs: Option<FrameSeqs>,
 }
 
 /// A timer this far behind (a stalled wall-clock loop) restarts from now instead of catching up.
@@ -93,7 +97,7 @@ const MAX_TIMER_LAG: Duration = Duration::from_secs(1);
 
 impl MediaReceiver {
     pub fn new(frames: FrameReceiver, feedback: FeedbackGenerator, estimator: Option<Box<dyn ReceiverEstimator>>, header: Bytes, return_delay: Option<Duration>) -> MediaReceiver {
-        MediaReceiver { frames, feedback, estimator, header, return_delay, next_feedback: None, next_estimate: None, armed: [0; 3], nack: None, next_nack: None, nacks: 0, arms: 0, out: VecDeque::new(), reports: 0, estimates: 0, fec: None }
+        MediaReceiver { frames, feedback, estimator, header, return_delay, next_feedback: None, next_estimate: None, armed: [0; 3], nack: None, next_nack: None, nacks: 0, arms: 0, out: VecDeque::new(), reports: 0, estimates: 0, fec: None, frame_seqs: None }
     }
 
     /// Replace the receiver-side estimator (before [`MediaReceiver::start`]).
@@ -107,6 +111,7 @@ impl MediaReceiver {
     pub fn enable_nack(&mut self) {
         self.nack = Some(NackList::new());
         self.frames.enable_render_timing();
+        if self.fec.is_some() { self.frame_seqs = Some(FrameSeqs::new()); }
     }
     /// The NACK list, with its give-up and key-frame-request counters.
     pub fn nack_list(&self) -> Option<&NackList> { self.nack.as_ref() }
@@ -114,7 +119,10 @@ impl MediaReceiver {
     pub fn nacks_sent(&self) -> u64 { self.nacks }
     pub fn set_return_delay(&mut self, d: Option<Duration>) { self.return_delay = d; }
     /// Recover lost media packets from FEC packets (`media.fec`).
-    pub fn enable_fec(&mut self) { self.fec = Some(FecReceiver::new()); }
+    pub fn enable_fec(&mut self) {
+        self.fec = Some(FecReceiver::new());
+        if self.nack.is_some() { self.frame_seqs = Some(FrameSeqs::new()); }
+    }
     /// Media packets recovered by FEC so far.
     pub fn fec_recovered(&self) -> u64 { self.fec.as_ref().map_or(0, |f| f.recovered) }
 
@@ -201,12 +209,36 @@ impl MediaReceiver {
         self.handle_packet(now, Arrival { frame: None, ..a });
         if let Some(fec) = self.fec.as_mut() {
             let rec = fec.on_fec(info);
-            self.render_recovered(now, rec);
+            if self.nack.is_some() { self.recover_under_nack(now, rec) } else { self.render_recovered(now, rec) }
         }
     }
 
     fn render_recovered(&mut self, now: Time, rec: Vec<Recovered>) {
         for r in rec { self.frames.on_packet(now, r.frame, r.count, r.capture, r.payload, r.keyframe); }
+    }
+
+    /// What FEC repaired, with NACK on: each repaired packet arrives on the NACK list (leaving it)
+    /// and in its frame, then the frames nothing missing holds back are shown. A frame that
+    /// cannot be placed on the sequence numbers is left to the retransmissions.
+    fn recover_under_nack(&mut self, now: Time, rec: Vec<Recovered>) {
+        let (Some(n), Some(seqs)) = (self.nack.as_mut(), self.frame_seqs.as_mut()) else { return };
+        let mut batch = Vec::new();
+        let mut done = None;
+        for r in rec {
+            // recovery.rs lists a frame once per repaired packet; its missing packets are found here
+            if done == Some(r.frame) { continue; }
+            done = Some(r.frame);
+            let Some((first, count)) = seqs.place(r.frame) else { continue };
+            // a frame recovered whole comes back as one piece: share its bytes among its packets
+            let payload = if r.count == count { r.payload } else { r.payload / count.max(1) as i64 };
+            for s in first..first + count as u64 {
+                if !n.awaits(s) { continue; }
+                n.on_packet(now, s, r.keyframe && s == first, &mut batch);
+                self.frames.add_packet(now, r.frame, count, r.capture, payload, r.keyframe, first, true);
+            }
+        }
+        self.push_nack(batch);
+        self.render_ready(now);
     }
 
     /// A media packet with NACK on: the list learns of it (a gap is NACKed at once), a second
@@ -221,7 +253,13 @@ impl MediaReceiver {
         self.push_nack(batch);
         if arrived == Arrived::Stale { return; }
         let payload = a.size - self.header;
-        self.frames.add_packet(now, f.frame, f.count, f.capture, payload, f.keyframe, seq - f.index as u64, arrived == Arrived::Recovered);
+        let first = seq - f.index as u64;
+        self.frames.add_packet(now, f.frame, f.count, f.capture, payload, f.keyframe, first, arrived == Arrived::Recovered);
+        if let (Some(fec), Some(seqs)) = (self.fec.as_mut(), self.frame_seqs.as_mut()) {
+            seqs.on_packet(f.frame, first, f.count);
+            let rec = fec.on_media(f.frame, f.count, f.capture, f.keyframe);
+            if !rec.is_empty() { return self.recover_under_nack(now, rec); }
+        }
         self.render_ready(now);
     }
 
@@ -381,6 +419,37 @@ mod tests {
         r.handle_packet(Time::from_ms(115), rtx);
         assert_eq!(r.video_stats().frames_rendered, 2);
         assert_eq!(r.nacks_sent(), 2);
+    }
+
+    /// FEC and NACK together: frame 1 (media seq 2) is lost whole and NACKed; the block's FEC
+    /// packet repairs it, which takes it off the NACK list and releases frame 2 behind it; the
+    /// retransmission that comes later changes nothing.
+    #[test]
+    fn hybrid_mode_repairs_by_fec_and_stops_asking() {
+        use crate::media::fec::recovery::FecInfo;
+        let mut r = MediaReceiver::new(FrameReceiver::new(), FeedbackGenerator::new(GeneratorMode::Twcc, Duration::from_ms(50)), None, Bytes::new(40), Some(Duration::from_ms(30)));
+        r.enable_fec();
+        r.enable_nack();
+        r.start(Time::ZERO);
+        // (frame, index, count, media seq): frame 0 = seqs 0-1, frame 1 = seq 2, frame 2 = seqs 3-4
+        let pkt = |frame: u64, index: u16, count: u16, seq: u64| Arrival { seq, size: Bytes::new(1040), send_time: Some(Time::from_ms(10 * seq as i64)), kind: PacketKind::Video,
+            frame: Some(FramePart { frame, index, media_seq: Some(seq), count, capture: Time::from_ms(66 * frame as i64), keyframe: false }) };
+        let at = |seq: u64| Time::from_ms(10 * seq as i64 + 20);
+        for (f, i, c, s) in [(0, 0, 2, 0), (0, 1, 2, 1), (2, 0, 2, 3), (2, 1, 2, 4)] { r.handle_packet(at(s), pkt(f, i, c, s)); }
+        assert_eq!(r.poll_transmit(), Some(ReceiverTransmit::Nack(vec![2])));
+        assert_eq!(r.video_stats().frames_rendered, 1, "frame 2 waits for seq 2");
+        let info = FecInfo { first_frame: 0, first_capture: Time::ZERO, span_us: 132_000, protected: 1000, media: 5, fec: 1, frames: 3, keyframe: false };
+        let fec = Arrival { seq: 5, size: Bytes::new(1040), send_time: Some(Time::from_ms(50)), kind: PacketKind::Video, frame: None };
+        r.handle_fec_packet(Time::from_ms(70), fec, info);
+        assert_eq!(r.fec_recovered(), 1);
+        assert_eq!(r.nack_list().map(|n| n.len()), Some(0), "repaired: no longer asked for");
+        assert_eq!(r.video_stats().frames_rendered, 3);
+        // no more NACKs for it, and its retransmission is a second copy
+        r.handle_timer(Time::from_ms(200), ReceiverTimer::Nack);
+        assert!(!std::iter::from_fn(|| r.poll_transmit()).any(|m| matches!(m, ReceiverTransmit::Nack(_))));
+        r.handle_packet(Time::from_ms(210), pkt(1, 0, 1, 2));
+        assert_eq!(r.video_stats().frames_rendered, 3);
+        assert_eq!(r.nacks_sent(), 1);
     }
 
     #[test]

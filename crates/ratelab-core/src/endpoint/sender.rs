@@ -375,8 +375,9 @@ impl MediaSender {
     fn protect(&mut self, now: Time, size: Bytes, payload: Payload) {
         let Some(f) = self.fec.as_mut() else { return };
         match payload {
-            // A retransmission is not protected again (libwebrtc's generator sees media only).
-            Payload::Media { rtx: true, .. } => {}
+            // A retransmission is not protected again (libwebrtc's generator sees media only), but
+            // its bytes are protection overhead.
+            Payload::Media { rtx: true, .. } => f.on_retransmission_sent(now, size),
             Payload::Media { frame, index, count, capture, keyframe, .. } => {
                 let last = index + 1 == count;
                 if let Some(b) = f.on_media_sent(now, frame as u64, capture, keyframe, last, size, size - self.header) {

@@ -71,6 +71,8 @@ impl NackList {
     /// The oldest packet still being asked for.
     pub fn oldest_missing(&self) -> Option<u64> { self.list.keys().next().copied() }
     pub fn contains(&self, seq: u64) -> bool { self.list.contains_key(&seq) }
+    /// Whether `seq` has not arrived as far as the list knows: on the list, or past the newest.
+    pub fn awaits(&self, seq: u64) -> bool { self.contains(seq) || self.newest.is_none_or(|n| seq > n) }
 
     /// Media packet `seq` arrived at `now` (the first packet of a key frame: `keyframe`).
     /// NACKs due at once are appended to `batch`.

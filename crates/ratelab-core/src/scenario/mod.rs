@@ -387,11 +387,6 @@ impl Scenario {
             }
             let m = &f.media;
             if m.max_kbps < m.min_kbps { return Err(ConfigError::new(format!("{p}.media.max_kbps"), "must be ≥ min_kbps")); }
-            if m.fec && m.nack {
-                // Both recover the same packets; their interplay (a packet repaired twice, the
-                // retransmissions' share of the protection overhead) is not modelled yet.
-                return Err(ConfigError::new(format!("{p}.media.nack"), "media.nack and media.fec cannot both be on yet: choose one"));
-            }
             if let Some(e) = m.encoder_min_kbps {
                 if e > m.max_kbps { return Err(ConfigError::new(format!("{p}.media.encoder_min_kbps"), "must be ≤ max_kbps")); }
             }
@@ -476,14 +471,10 @@ mod tests {
     }
 
     #[test]
-    fn nack_and_fec_together_are_refused_by_name() {
-        let mut v = base();
-        v["flows"][0]["media"] = serde_json::json!({"nack": true, "fec": true});
-        let e = Scenario::from_json(&v.to_string()).and_then(|s| s.validate().map(|_| s)).err().expect("refused");
-        assert!(e.to_string().contains("flows[0].media.nack"), "{e}");
-        for one in ["nack", "fec"] {
+    fn nack_and_fec_are_accepted_alone_and_together() {
+        for media in [serde_json::json!({"nack": true}), serde_json::json!({"fec": true}), serde_json::json!({"nack": true, "fec": true})] {
             let mut v = base();
-            v["flows"][0]["media"] = serde_json::json!({one: true});
+            v["flows"][0]["media"] = media;
             Scenario::from_json(&v.to_string()).unwrap().validate().unwrap();
         }
     }

@@ -4,6 +4,7 @@
 //! factors, the encoder's share of the rate, and FEC packets after each protected block.
 
 pub mod generator;
+pub mod hybrid;
 pub mod protection;
 mod rate_table;
 pub mod recovery;
@@ -103,7 +104,8 @@ impl FecSender {
         self.share = if video + fec > 0 { (fec as f64 / (video + fec) as f64).min(MAX_OVERHEAD_SHARE) } else { 0.0 };
     }
 
-    /// Share of the rate the encoder does not get (FEC sent / all video sent, capped at 50 %).
+    /// Share of the rate the encoder does not get ((FEC + retransmissions) sent / all video sent,
+    /// capped at 50 %).
     pub fn overhead_share(&self) -> f64 { self.share }
     pub fn protection(&self) -> Protection { self.protection }
 
@@ -114,12 +116,20 @@ impl FecSender {
     }
 
     /// An FEC packet left the pacer.
-    pub fn on_fec_sent(&mut self, now: Time, wire: Bytes) { self.record(now, 0, wire.get()); }
+    pub fn on_fec_sent(&mut self, now: Time, wire: Bytes) {
+        self.fec_bytes += wire;
+        self.record(now, 0, wire.get());
+    }
 
-    fn record(&mut self, now: Time, video: i64, fec: i64) {
-        self.sent.push_back((now, video, fec));
+    /// An RTX packet left the pacer (`media.nack` with `media.fec`): libwebrtc counts the
+    /// retransmission rate into the protection overhead (`sent_nack_rate_bps` in
+    /// `FecControllerDefault::UpdateFecRates`), so it too is taken off the encoder.
+    pub fn on_retransmission_sent(&mut self, now: Time, wire: Bytes) { self.record(now, 0, wire.get()); }
+
+    /// One packet in the 1 s send-rate window: `video` media bytes or `protection` bytes.
+    fn record(&mut self, now: Time, video: i64, protection: i64) {
+        self.sent.push_back((now, video, protection));
         self.video_bytes += Bytes::new(video);
-        self.fec_bytes += Bytes::new(fec);
         self.purge(now);
     }
 
@@ -166,6 +176,19 @@ mod tests {
     }
 
     /// The encoder's share: FEC bytes over video + FEC bytes in the last second, capped at 50 %.
+    #[test]
+    fn retransmissions_are_protection_overhead() {
+        let mut s = FecSender::new(15.0, 1200);
+        let t = Time::from_ms;
+        for i in 0..8 { s.on_media_sent(t(i * 10), 0, t(0), false, i == 7, Bytes::new(1000), Bytes::new(960)); }
+        s.on_fec_sent(t(100), Bytes::new(1000));
+        s.on_retransmission_sent(t(110), Bytes::new(1000));
+        s.on_bitrate_update(t(200), Bitrate::from_kbps(1000));
+        // (1000 FEC + 1000 RTX) / (8000 video + 2000): 0.2; the FEC counter holds FEC only
+        assert!((s.overhead_share() - 0.2).abs() < 1e-12, "{}", s.overhead_share());
+        assert_eq!(s.fec_bytes, Bytes::new(1000));
+    }
+
     #[test]
     fn overhead_share_from_sent_bytes() {
         let mut s = FecSender::new(15.0, 1200);
