@@ -42,3 +42,38 @@ fn periodic_key_frames_freeze_a_15_fps_call_and_key_frames_on_request_do_not() {
     assert!(periodic >= 2, "periodic key frames: {periodic} freezes");
     assert_eq!(on_request, 0);
 }
+
+/// Mean wire rate / target over 10-40 s, gcc on a constant 500 kbit/s link at 15 frames/s, with
+/// the packets' real header (`header_bytes`) and optionally libwebrtc's expected overhead.
+fn wire_share(header: u32, expected: Option<f64>, seed: u64) -> f64 {
+    let mut media = serde_json::json!({"fps": 15, "pacer_burst_ms": 40, "keyframe_interval_s": 200, "header_bytes": header});
+    if let Some(e) = expected { media["expected_overhead_bytes"] = e.into(); }
+    let v = serde_json::json!({
+        "name": "const-500k", "duration_s": 40, "link": {"capacity_kbps": 500, "queue": {"ms": 300}},
+        "flows": [{"kind": "media", "controller": "gcc", "one_way_delay_ms": 50, "media": media}],
+        "metrics": {"packet_log": false}
+    });
+    let mut sim = build_simulation(&Scenario::from_json(&v.to_string()).unwrap(), seed, None).unwrap();
+    sim.run_to_end();
+    let s = sim.take_series();
+    let (mut send, mut target) = (0.0, 0.0);
+    for i in 0..s.len() {
+        if s.t_s[i] >= 10.0 { send += s.send_kbps[i]; target += s.target_kbps[i]; }
+    }
+    send / target
+}
+
+#[test]
+fn an_expected_overhead_above_the_real_headers_leaves_part_of_the_target_unsent() {
+    // Chromium at 500 kbit/s: wire / estimate 0.945-0.953 over three calls (docs/fidelity.md,
+    // round 4). Measured headers alone send about the whole target; libwebrtc's larger expected
+    // overhead (its RTP header with every extension at its largest) leaves the difference unsent.
+    for seed in 1..=3 {
+        let measured = wire_share(65, None, seed);
+        let expected = wire_share(65, Some(90.0), seed);
+        eprintln!("seed {seed}: wire/target measured headers {measured:.3}, expected overhead {expected:.3}");
+        assert!(measured > 0.97, "seed {seed}: {measured}");
+        // 60-70 packets/s × 25 B more than the headers carry ≈ 3 % of 480 kbit/s
+        assert!((0.02..0.05).contains(&(measured - expected)), "seed {seed}: {measured} → {expected}");
+    }
+}

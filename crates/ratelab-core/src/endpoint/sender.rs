@@ -108,6 +108,9 @@ pub struct MediaSender {
     rtx: Option<RtxHistory>,
     retransmitted_packets: u64,
     retransmitted_bytes: Bytes,
+    /// libwebrtc's expected per-packet overhead and the frame rate it counts packets by
+    /// (`media.expected_overhead_bytes`); `None`: the measured header share.
+    expected_overhead: Option<(Bytes, f64)>,
 }
 
 /// Stands in for the controller while [`MediaSender::map_controller`] swaps it.
@@ -131,7 +134,7 @@ impl MediaSender {
             include_report_time: p.include_report_time, pauses: p.pauses, in_pause: false, cwnd_reduce_ratio: 0.0, cwnd_drop_interval: None,
             cwnd_frame_counter: 0, audio: p.audio, next_frame: None, next_audio: None, next_tick: None, pacer_wake: None, pacer_armed: None,
             out: VecDeque::new(), pause_edge: None, min_wire: Bytes::ZERO, in_flight_timeout: None, expired: Bytes::ZERO, frames_encoded: 0, fec: None,
-            next_media_seq: 0, rtx: None, retransmitted_packets: 0, retransmitted_bytes: Bytes::ZERO,
+            next_media_seq: 0, rtx: None, retransmitted_packets: 0, retransmitted_bytes: Bytes::ZERO, expected_overhead: None,
         }
     }
 
@@ -145,6 +148,13 @@ impl MediaSender {
     /// Turn on loss protection (`media.fec`) before the start.
     pub fn set_fec(&mut self, fec: FecSender) { self.fec = Some(fec); }
     pub fn fec(&self) -> Option<&FecSender> { self.fec.as_ref() }
+    /// Take libwebrtc's expected overhead off the target instead of the measured header share
+    /// (`media.expected_overhead_bytes`), counting packets at `fps`.
+    pub fn set_expected_overhead(&mut self, per_packet: Bytes, fps: f64) {
+        self.expected_overhead = Some((per_packet, fps));
+        let t = self.encoder_target();
+        self.encoder.set_target(t);
+    }
     /// Answer NACKs with RTX packets from a send-side history (`media.nack`).
     pub fn enable_nack(&mut self) { self.rtx = Some(RtxHistory::new()); }
 
@@ -453,7 +463,14 @@ impl MediaSender {
             Some(a) => self.target.saturating_sub(if self.overhead_accounting { a.wire_rate() } else { a.payload_rate }),
             None => self.target,
         };
-        if self.overhead_accounting { target.scale(self.payload_share) } else { target }
+        match (self.overhead_accounting, self.expected_overhead) {
+            (false, _) => target,
+            (true, None) => target.scale(self.payload_share),
+            (true, Some((per_packet, fps))) => {
+                let packet = Bytes::new(self.max_payload as i64) + self.header;
+                target.saturating_sub(expected_overhead_rate(target, fps, packet, per_packet))
+            }
+        }
     }
 
     /// Whether the next frame is dropped for the congestion window (counts the frame).
@@ -472,5 +489,34 @@ impl MediaSender {
         self.payload_share += 0.1 * (share - self.payload_share);
         let t = self.encoder_target();
         self.encoder.set_target(t);
+    }
+}
+
+/// libwebrtc's `RtpVideoSender::CalculateOverheadRate` with its frame-rate packet count (the
+/// `UseFrameRateForOverhead` form): `ceil(frame / packet)` packets a frame, the packet rate
+/// rounded up to whole packets a second, each charged `per_packet`.
+pub fn expected_overhead_rate(rate: Bitrate, fps: f64, packet: Bytes, per_packet: Bytes) -> Bitrate {
+    let fps = fps.max(1.0);
+    let frame_bytes = rate.bps_f64() / 8.0 / fps;
+    let per_frame = (frame_bytes / packet.as_f64().max(1.0)).ceil();
+    let packet_rate = (per_frame * fps).ceil();
+    Bitrate::from_bps_f64(packet_rate * per_packet.as_f64() * 8.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_overhead_by_hand() {
+        let (packet, per_packet) = (Bytes::new(1200 + 65), Bytes::new(90));
+        // 690 kbit/s at 15 frames/s: 5750-byte frames, 5 packets each, 75 packets/s × 90 B × 8
+        assert_eq!(expected_overhead_rate(Bitrate::from_kbps(690), 15.0, packet, per_packet), Bitrate::from_bps(54_000));
+        // 4 Mbit/s: 33 333-byte frames, 27 packets, 405 packets/s
+        assert_eq!(expected_overhead_rate(Bitrate::from_kbps(4000), 15.0, packet, per_packet), Bitrate::from_bps(291_600));
+        // a frame rate under 1 counts as 1 frame/s (a 12 500-byte frame: 10 packets); nothing to
+        // send costs nothing
+        assert_eq!(expected_overhead_rate(Bitrate::from_kbps(100), 0.0, packet, per_packet), Bitrate::from_bps(10 * 720));
+        assert_eq!(expected_overhead_rate(Bitrate::ZERO, 15.0, packet, per_packet), Bitrate::ZERO);
     }
 }

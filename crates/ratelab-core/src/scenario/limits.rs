@@ -83,6 +83,7 @@ pub const LIMITS: &[Limit] = &[
     r("flows[*].media.max_kbps", 0.0, MAX_KBPS, "kbit/s"),
     r("flows[*].media.start_kbps", 0.0, MAX_KBPS, "kbit/s"),
     noted(r("flows[*].media.encoder_min_kbps", 0.0, MAX_KBPS, "kbit/s"), "unset: min_kbps"),
+    noted(r("flows[*].media.expected_overhead_bytes", 0.0, 1000.0, "bytes"), "unset: the headers the packets carry"),
     noted(r("flows[*].media.encoder_lag_ms", 0.0, MAX_MS, "ms"), "0: the encoder follows the target at once"),
     r("flows[*].media.frame_size_noise", 0.0, 10.0, ""),
     noted(r("flows[*].media.keyframe_interval_s", 0.0, MAX_DURATION_S, "s"), "0: only the first frame is a key frame"),
@@ -250,6 +251,7 @@ mod tests {
         v["link"]["queue"]["bytes"] = 1.into();
         v["link"]["queue"]["packets"] = 1.into();
         v["flows"][0]["media"]["encoder_min_kbps"] = 1.into();
+        v["flows"][0]["media"]["expected_overhead_bytes"] = 1.into();
         v["flows"][1]["tcp"] = serde_json::to_value(crate::transport::tcp::TcpConfig { max_bytes: Some(5), ..Default::default() }).unwrap();
         fn walk(p: &str, v: &Value, out: &mut Vec<String>) {
             match v {

@@ -287,6 +287,13 @@ pub struct MediaConfig {
     /// fidelity runs while its encoder, after the FEC share, goes down to libwebrtc's 30 kbit/s
     /// video minimum (docs/fidelity.md, round 3).
     pub encoder_min_kbps: Option<f64>,
+    /// The per-packet overhead libwebrtc *expects* and subtracts from the target before the
+    /// encoder (`ExpectedPerPacketOverhead`: the RTP header with every registered extension at
+    /// its largest, plus the transport's), over its frame-rate packet count
+    /// (`RtpVideoSender::CalculateOverheadRate`); the packets then carry `header_bytes`. Unset
+    /// (the default): the encoder gets the target less the headers its packets really carry.
+    /// Needs `overhead_accounting` (docs/fidelity.md, round 4).
+    pub expected_overhead_bytes: Option<f64>,
 }
 
 impl Default for MediaConfig {
@@ -296,7 +303,7 @@ impl Default for MediaConfig {
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
             max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
             quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false,
-            frame_floor_kbit: 0.0, quality_scaler: false, width: 640, height: 360, encoder_min_kbps: None,
+            frame_floor_kbit: 0.0, quality_scaler: false, width: 640, height: 360, encoder_min_kbps: None, expected_overhead_bytes: None,
         }
     }
 }
@@ -387,6 +394,9 @@ impl Scenario {
             }
             let m = &f.media;
             if m.max_kbps < m.min_kbps { return Err(ConfigError::new(format!("{p}.media.max_kbps"), "must be ≥ min_kbps")); }
+            if m.expected_overhead_bytes.is_some() && !m.overhead_accounting {
+                return Err(ConfigError::new(format!("{p}.media.expected_overhead_bytes"), "needs media.overhead_accounting = true (it is how the overhead is taken off)"));
+            }
             if let Some(e) = m.encoder_min_kbps {
                 if e > m.max_kbps { return Err(ConfigError::new(format!("{p}.media.encoder_min_kbps"), "must be ≤ max_kbps")); }
             }
