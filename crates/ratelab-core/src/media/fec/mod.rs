@@ -175,25 +175,29 @@ mod tests {
         assert_eq!(s.rtt, Duration::from_ms(60));
     }
 
-    /// The encoder's share: FEC bytes over video + FEC bytes in the last second, capped at 50 %.
+    /// A sender that has sent 8 media packets of 1000 bytes over 80 ms.
+    fn after_eight_media_packets() -> FecSender {
+        let mut s = FecSender::new(15.0, 1200);
+        for i in 0..8 { s.on_media_sent(Time::from_ms(i * 10), 0, Time::ZERO, false, i == 7, Bytes::new(1000), Bytes::new(960)); }
+        s
+    }
+
     #[test]
     fn retransmissions_are_protection_overhead() {
-        let mut s = FecSender::new(15.0, 1200);
-        let t = Time::from_ms;
-        for i in 0..8 { s.on_media_sent(t(i * 10), 0, t(0), false, i == 7, Bytes::new(1000), Bytes::new(960)); }
-        s.on_fec_sent(t(100), Bytes::new(1000));
-        s.on_retransmission_sent(t(110), Bytes::new(1000));
-        s.on_bitrate_update(t(200), Bitrate::from_kbps(1000));
+        let mut s = after_eight_media_packets();
+        s.on_fec_sent(Time::from_ms(100), Bytes::new(1000));
+        s.on_retransmission_sent(Time::from_ms(110), Bytes::new(1000));
+        s.on_bitrate_update(Time::from_ms(200), Bitrate::from_kbps(1000));
         // (1000 FEC + 1000 RTX) / (8000 video + 2000): 0.2; the FEC counter holds FEC only
         assert!((s.overhead_share() - 0.2).abs() < 1e-12, "{}", s.overhead_share());
         assert_eq!(s.fec_bytes, Bytes::new(1000));
     }
 
+    /// The encoder's share: FEC bytes over video + FEC bytes in the last second, capped at 50 %.
     #[test]
     fn overhead_share_from_sent_bytes() {
-        let mut s = FecSender::new(15.0, 1200);
+        let mut s = after_eight_media_packets();
         let t = Time::from_ms;
-        for i in 0..8 { s.on_media_sent(t(i * 10), 0, t(0), false, i == 7, Bytes::new(1000), Bytes::new(960)); }
         s.on_fec_sent(t(100), Bytes::new(1000));
         s.on_fec_sent(t(100), Bytes::new(1000));
         s.on_bitrate_update(t(200), Bitrate::from_kbps(1000));
