@@ -108,9 +108,9 @@ pub struct MediaSender {
     rtx: Option<RtxHistory>,
     retransmitted_packets: u64,
     retransmitted_bytes: Bytes,
-    /// libwebrtc's expected per-packet overhead and the frame rate it counts packets by
-    /// (`media.expected_overhead_bytes`); `None`: the measured header share.
-    expected_overhead: Option<(Bytes, f64)>,
+    /// libwebrtc's expected per-packet overhead (`media.expected_overhead_bytes`); `None`: the
+    /// measured header share.
+    expected_overhead: Option<Bytes>,
 }
 
 /// Stands in for the controller while [`MediaSender::map_controller`] swaps it.
@@ -149,9 +149,9 @@ impl MediaSender {
     pub fn set_fec(&mut self, fec: FecSender) { self.fec = Some(fec); }
     pub fn fec(&self) -> Option<&FecSender> { self.fec.as_ref() }
     /// Take libwebrtc's expected overhead off the target instead of the measured header share
-    /// (`media.expected_overhead_bytes`), counting packets at `fps`.
-    pub fn set_expected_overhead(&mut self, per_packet: Bytes, fps: f64) {
-        self.expected_overhead = Some((per_packet, fps));
+    /// (`media.expected_overhead_bytes`), counting packets at the encoder's frame rate.
+    pub fn set_expected_overhead(&mut self, per_packet: Bytes) {
+        self.expected_overhead = Some(per_packet);
         let t = self.encoder_target();
         self.encoder.set_target(t);
     }
@@ -293,7 +293,7 @@ impl MediaSender {
     pub fn frames_encoded(&self) -> u64 { self.frames_encoded }
     /// Frames the encoder's rate control dropped; `None` without `media.frame_floor_kbit`
     /// (that encoder never drops).
-    pub fn frames_dropped_by_encoder(&self) -> Option<u64> { self.encoder.resolution().map(|_| self.encoder.frames_dropped()) }
+    pub fn frames_dropped_by_encoder(&self) -> Option<u64> { self.encoder.frames_dropped() }
     /// The encoder's picture; `None` where the resolution is not modelled.
     pub fn resolution(&self) -> Option<(u32, u32)> { self.encoder.resolution() }
     /// The frame-level series columns (`fps`, `width`, `height`) over an interval `iv` that
@@ -466,9 +466,9 @@ impl MediaSender {
         match (self.overhead_accounting, self.expected_overhead) {
             (false, _) => target,
             (true, None) => target.scale(self.payload_share),
-            (true, Some((per_packet, fps))) => {
+            (true, Some(per_packet)) => {
                 let packet = Bytes::new(self.max_payload as i64) + self.header;
-                target.saturating_sub(expected_overhead_rate(target, fps, packet, per_packet))
+                target.saturating_sub(expected_overhead_rate(target, self.encoder.fps(), packet, per_packet))
             }
         }
     }

@@ -61,6 +61,8 @@ impl Encoder {
     }
 
     pub fn frame_interval(&self) -> Duration { Duration::from_secs_f64(1.0 / self.cfg.fps) }
+    /// The configured frame rate, frames/s.
+    pub fn fps(&self) -> f64 { self.cfg.fps }
 
     /// New target from the congestion controller (clamped to the encoder's range).
     pub fn set_target(&mut self, target: Bitrate) {
@@ -75,8 +77,8 @@ impl Encoder {
     /// The picture the encoder makes now (`None` without a frame floor: not modelled).
     pub fn resolution(&self) -> Option<(u32, u32)> { self.floor.as_ref().map(|f| f.resolution()) }
 
-    /// Frames the rate control dropped (always 0 without a frame floor).
-    pub fn frames_dropped(&self) -> u64 { self.floor.as_ref().map_or(0, |f| f.frames_dropped()) }
+    /// Frames the rate control dropped (`None` without a frame floor: that encoder never drops).
+    pub fn frames_dropped(&self) -> Option<u64> { self.floor.as_ref().map(|f| f.frames_dropped()) }
 
     /// Encode the frame captured at `now`; `None` when the rate control drops it.
     pub fn encode(&mut self, now: Time) -> Option<Frame> {
@@ -183,7 +185,7 @@ mod tests {
         let kbps = bytes as f64 * 8.0 / secs / 1000.0;
         assert!((kbps - 80.0).abs() < 8.0, "{kbps}");
         assert_eq!(e.resolution(), Some((320, 180)));
-        assert!(e.frames_dropped() > 1000);
+        assert!(e.frames_dropped().is_some_and(|d| d > 1000));
     }
 
     #[test]
