@@ -241,7 +241,7 @@ impl MediaSender {
     pub fn handle_feedback(&mut self, now: Time, report: &FeedbackReport, with_time: bool) {
         let fb = self.history.on_report(now, report, with_time && self.include_report_time);
         if fb.packets.is_empty() { return; }
-        if let Some(f) = self.fec.as_mut() { f.on_feedback(&fb); }
+        let loss_report = self.fec.as_mut().is_some_and(|f| f.on_feedback(&fb));
         if let Some(h) = self.rtx.as_mut() {
             // The history's RTT, as RTCP measures it (receiver hold time removed): the newest
             // packet the report acknowledges.
@@ -250,7 +250,9 @@ impl MediaSender {
             }
         }
         let u = self.controller.on_feedback(&fb);
+        let refresh = loss_report && u.target_rate.is_none();
         self.apply(now, u);
+        if refresh { self.refresh_protection(now); }
         self.arm_pacer(now);
     }
 
@@ -426,11 +428,7 @@ impl MediaSender {
     fn apply(&mut self, now: Time, u: Update) {
         if let Some(r) = u.cwnd_reduce_ratio { self.cwnd_reduce_ratio = if r.is_finite() { r.clamp(0.0, 1.0) } else { 0.0 }; }
         if let Some(t) = u.target_rate { self.target = t.max(self.constraints.min_rate).min(self.constraints.max_rate); }
-        if u.target_rate.is_some() && self.fec.is_some() {
-            // libwebrtc `OnBitrateUpdated`: the FEC controller sees the payload rate.
-            let payload = self.payload_target();
-            if let Some(f) = self.fec.as_mut() { f.on_bitrate_update(now, payload); }
-        }
+        if u.target_rate.is_some() { self.update_protection(now); }
         if u.target_rate.is_some() || u.cwnd_reduce_ratio.is_some() {
             let t = self.encoder_target();
             self.encoder.set_target(t);
@@ -439,6 +437,26 @@ impl MediaSender {
         if let Some(p) = u.padding_rate { self.pacer.set_padding_rate(p); }
         if let Some(w) = u.cwnd { self.pacer.set_cwnd(w.max(Bytes::new(1))); }
         for p in u.probes { self.pacer.add_probe(now, p); }
+    }
+
+    /// libwebrtc `OnBitrateUpdated`: the FEC controller sees the payload rate and the picture
+    /// the encoder makes now.
+    fn update_protection(&mut self, now: Time) {
+        if self.fec.is_none() { return; }
+        let payload = self.payload_target();
+        let resolution = self.encoder.resolution();
+        if let Some(f) = self.fec.as_mut() {
+            if let Some(r) = resolution { f.set_resolution(r); }
+            f.on_bitrate_update(now, payload);
+        }
+    }
+
+    /// A new loss fraction without a new target: goog_cc still sends an update (the loss
+    /// changed), so the protection and the encoder's share follow it.
+    fn refresh_protection(&mut self, now: Time) {
+        self.update_protection(now);
+        let t = self.encoder_target();
+        self.encoder.set_target(t);
     }
 
     /// The rate handed to the encoder: the target, minus header overhead when accounted.

@@ -23,10 +23,6 @@ const RATE_WINDOW: Duration = Duration::from_secs(1);
 /// goog_cc's loss report cadence and minimum sample (`kLimitNumPackets`).
 const LOSS_INTERVAL: Duration = Duration::from_secs(1);
 const LOSS_MIN_PACKETS: u32 = 20;
-/// The source resolution the protection tables see (the simulator has none of its own; the
-/// Chromium calls of docs/fidelity.md ran at 640×360).
-pub const WIDTH: u32 = 640;
-pub const HEIGHT: u32 = 360;
 
 /// The sender's protection state.
 pub struct FecSender {
@@ -44,6 +40,9 @@ pub struct FecSender {
     expected: u32,
     next_loss_update: Option<Time>,
     rtt: Duration,
+    /// The picture the encoder makes now, as the protection tables see it (libwebrtc's
+    /// `SetEncodingData`, called again whenever the resolution adapts).
+    resolution: (u32, u32),
     /// (time, video bytes, FEC bytes) sent in the last second.
     sent: VecDeque<(Time, i64, i64)>,
     share: f64,
@@ -54,11 +53,11 @@ pub struct FecSender {
 }
 
 impl FecSender {
-    pub fn new(fps: f64, max_payload: u32) -> Self {
+    pub fn new(fps: f64, max_payload: u32, resolution: (u32, u32)) -> Self {
         FecSender {
             fps, max_payload: max_payload as f64, filter: LossFilter::default(), packets_per_frame: ExpFilter::new(0.9999), packets_per_key_frame: ExpFilter::new(0.9999),
             last_frame_update: None, last_key_update: None, generator: UlpfecGenerator::new(), loss255: 0, lost: 0, expected: 0, next_loss_update: None,
-            rtt: Duration::ZERO, sent: VecDeque::new(), share: 0.0, protection: Protection::default(), video_bytes: Bytes::ZERO, fec_bytes: Bytes::ZERO,
+            rtt: Duration::ZERO, resolution, sent: VecDeque::new(), share: 0.0, protection: Protection::default(), video_bytes: Bytes::ZERO, fec_bytes: Bytes::ZERO,
         }
     }
 
@@ -73,8 +72,11 @@ impl FecSender {
     }
 
     /// Transport feedback: goog_cc's loss fraction (once a second, over at least 20 packets)
-    /// and the RTT of the newest packet reported received.
-    pub fn on_feedback(&mut self, fb: &TransportFeedback) {
+    /// and the RTT of the newest packet reported received. Returns whether a new loss fraction
+    /// was reported: goog_cc then sends a target update (`MaybeTriggerOnNetworkChanged` fires
+    /// on a loss change), so the caller refreshes the protection even when the target itself
+    /// did not move; otherwise a loss burst between two rate updates never reaches the filter.
+    pub fn on_feedback(&mut self, fb: &TransportFeedback) -> bool {
         if let Some(p) = fb.packets.iter().rev().find(|p| p.received()) { self.rtt = fb.feedback_time - p.sent.send_time; }
         self.lost += fb.lost().count() as u32;
         self.expected += fb.packets.len() as u32;
@@ -85,16 +87,21 @@ impl FecSender {
                 self.loss255 = ((self.lost as u64 * 256) / self.expected as u64).min(255) as u8;
                 self.lost = 0;
                 self.expected = 0;
+                return true;
             }
         }
+        false
     }
+
+    /// The encoder's picture changed (quality scaler): the next update uses it.
+    pub fn set_resolution(&mut self, resolution: (u32, u32)) { self.resolution = resolution; }
 
     /// `RtpVideoSender::OnBitrateUpdated` → `UpdateFecRates`: new protection factors from the
     /// filtered loss, and the protection share of what was sent in the last second.
     pub fn on_bitrate_update(&mut self, now: Time, payload_rate: Bitrate) {
         let filtered = self.filter.update(now, self.loss255);
         let inputs = Inputs {
-            loss255: filtered, bitrate_kbps: (payload_rate.bps_f64() / 1000.0) as f32, fps: self.fps as f32, rtt_ms: self.rtt.as_us() / 1000, width: WIDTH, height: HEIGHT,
+            loss255: filtered, bitrate_kbps: (payload_rate.bps_f64() / 1000.0) as f32, fps: self.fps as f32, rtt_ms: self.rtt.as_us() / 1000, width: self.resolution.0, height: self.resolution.1,
             packets_per_frame: self.packets_per_frame.filtered(), packets_per_key_frame: self.packets_per_key_frame.filtered(),
         };
         self.protection = nack_fec_protection(&inputs);
@@ -156,7 +163,7 @@ mod tests {
     /// sent → the encoder gets half (the share's 50 % cap).
     #[test]
     fn libwebrtc_protects_using_fec_bitrate() {
-        let mut s = FecSender::new(30.0, 1000);
+        let mut s = FecSender::new(30.0, 1000, (640, 360));
         let t = Time::from_ms;
         s.on_media_sent(t(0), 0, t(0), false, true, Bytes::new(12_500), Bytes::new(12_460));
         s.on_fec_sent(t(0), Bytes::new(12_500));
@@ -167,17 +174,32 @@ mod tests {
     /// 1 in 20 lost = 12.8/256 → 12; needs 20 packets before a fraction is reported.
     #[test]
     fn loss_fraction_as_goog_cc_reports_it() {
-        let mut s = FecSender::new(15.0, 1200);
-        s.on_feedback(&fb(100, 0, 10, 20));
+        let mut s = FecSender::new(15.0, 1200, (640, 360));
+        assert!(!s.on_feedback(&fb(100, 0, 10, 20)), "no report yet");
         assert_eq!(s.loss255, 0, "10 packets: accumulated");
-        s.on_feedback(&fb(1200, 10, 30, 20));
+        assert!(s.on_feedback(&fb(1200, 10, 30, 20)), "a new fraction is a report");
         assert_eq!(s.loss255, (2 * 256 / 40) as u8); // seq 0 and 20 lost of 40
         assert_eq!(s.rtt, Duration::from_ms(60));
     }
 
+    /// libwebrtc sizes protection by the picture the encoder makes now (`SetEncodingData` after
+    /// each adaptation): 500 bytes a frame is too little for FEC at 640x360 (below 700) but
+    /// not at 320x180 (400, the CIF class).
+    #[test]
+    fn protection_follows_the_encoders_picture() {
+        let mut s = FecSender::new(15.0, 1200, (640, 360));
+        assert!(s.on_feedback(&fb(1200, 0, 40, 10)), "4 of 40 lost, RTT 60 ms");
+        s.on_bitrate_update(Time::from_ms(1300), Bitrate::from_kbps(60));
+        assert_eq!((s.protection().delta, s.protection().key), (0, 0));
+        s.set_resolution((320, 180));
+        s.on_bitrate_update(Time::from_ms(1400), Bitrate::from_kbps(60));
+        // The key frames' factor shows it (a one-packet delta frame gets no table share here).
+        assert!(s.protection().key > 0, "{:?}", s.protection());
+    }
+
     /// A sender that has sent 8 media packets of 1000 bytes over 80 ms.
     fn after_eight_media_packets() -> FecSender {
-        let mut s = FecSender::new(15.0, 1200);
+        let mut s = FecSender::new(15.0, 1200, (640, 360));
         for i in 0..8 { s.on_media_sent(Time::from_ms(i * 10), 0, Time::ZERO, false, i == 7, Bytes::new(1000), Bytes::new(960)); }
         s
     }
