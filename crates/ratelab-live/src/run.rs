@@ -99,13 +99,18 @@ fn live_flows(sc: &Scenario, controller: Option<&str>) -> Result<Vec<FlowSpec>, 
     if let Some(i) = sc.flows.iter().position(|f| f.kind == FlowKind::Tcp) {
         return Err(ConfigError::new(format!("flows[{i}].kind"), "TCP flows run in the simulator only (`ratelab run`); live mode runs media flows"));
     }
+    // A preset that turned them on says so: the user did not type media.fec or media.nack.
+    let by_preset = |i: usize| match sc.flows[i].media.preset {
+        Some(_) => " (turned on by media.preset; set media.fec = false and media.nack = false to run the rest of the preset live)",
+        None => "",
+    };
     if let Some(i) = sc.flows.iter().position(|f| f.kind != FlowKind::Tcp && f.media.fec) {
         // The wire format has no FEC packets yet: refuse rather than run without protection.
-        return Err(ConfigError::new(format!("flows[{i}].media.fec"), "live mode does not carry FEC packets yet; run media.fec = true in the simulator (`ratelab run`)"));
+        return Err(ConfigError::new(format!("flows[{i}].media.fec"), format!("live mode does not carry FEC packets yet; run media.fec = true in the simulator (`ratelab run`){}", by_preset(i))));
     }
     // Live mode carries no RTCP NACK / RTX on its wire yet: refuse rather than run without it.
     if let Some(i) = sc.flows.iter().position(|f| f.media.nack) {
-        return Err(ConfigError::new(format!("flows[{i}].media.nack"), "NACK/RTX retransmission runs in the simulator only (`ratelab run`); live mode does not carry it yet"));
+        return Err(ConfigError::new(format!("flows[{i}].media.nack"), format!("NACK/RTX retransmission runs in the simulator only (`ratelab run`); live mode does not carry it yet{}", by_preset(i))));
     }
     let specs = expand_flows(sc, controller);
     if specs.is_empty() { return Err(ConfigError::new("flows", "live mode needs at least one media flow")); }
@@ -331,6 +336,18 @@ mod tests {
         let e = live_flows(&sc, None).err().expect("refused");
         assert_eq!(e.field, "flows[1].media.fec");
         assert!(e.message.contains("FEC"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_preset_that_turns_on_fec_says_so() {
+        let v = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000},
+                                   "flows": [{"kind": "media", "media": {"preset": "chromium"}}]});
+        let e = live_flows(&Scenario::from_json(&v.to_string()).unwrap(), None).unwrap_err();
+        assert_eq!(e.field, "flows[0].media.fec");
+        assert!(e.to_string().contains("media.preset"), "{e}");
+        let v = serde_json::json!({"name": "t", "duration_s": 5, "link": {"capacity_kbps": 1000},
+                                   "flows": [{"kind": "media", "media": {"preset": "chromium", "fec": false, "nack": false}}]});
+        assert!(live_flows(&Scenario::from_json(&v.to_string()).unwrap(), None).is_ok());
     }
 
     #[test]

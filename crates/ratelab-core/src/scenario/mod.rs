@@ -6,6 +6,7 @@ use crate::error::ConfigError;
 use crate::media::quality::QualityModel;
 
 pub mod limits;
+pub mod presets;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -294,6 +295,10 @@ pub struct MediaConfig {
     /// (the default): the encoder gets the target less the headers its packets really carry.
     /// Needs `overhead_accounting` (docs/fidelity.md, round 4).
     pub expected_overhead_bytes: Option<f64>,
+    /// A named set of the settings above (`"chromium"`: the sender the fidelity study
+    /// calibrated against Chromium 156); it fills only the keys the table leaves out
+    /// (scenario/presets.rs, docs/fidelity.md).
+    pub preset: Option<presets::SenderPreset>,
 }
 
 impl Default for MediaConfig {
@@ -303,7 +308,7 @@ impl Default for MediaConfig {
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
             max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
             quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false,
-            frame_floor_kbit: 0.0, quality_scaler: false, width: 640, height: 360, encoder_min_kbps: None, expected_overhead_bytes: None,
+            frame_floor_kbit: 0.0, quality_scaler: false, width: 640, height: 360, encoder_min_kbps: None, expected_overhead_bytes: None, preset: None,
         }
     }
 }
@@ -356,8 +361,9 @@ fn yes() -> bool { true }
 impl Scenario {
     /// Parse from JSON, naming the offending field on error.
     pub fn from_json(s: &str) -> Result<Scenario, ConfigError> {
-        let de = &mut serde_json::Deserializer::from_str(s);
-        let sc: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut doc: serde_json::Value = serde_json::from_str(s).map_err(|e| ConfigError::new("", e.to_string()))?;
+        presets::expand(&mut doc);
+        let sc: Scenario = serde_path_to_error::deserialize(doc).map_err(|e| {
             let path = e.path().to_string();
             ConfigError::new(if path == "." { String::new() } else { path }, e.into_inner().to_string())
         })?;
@@ -487,6 +493,28 @@ mod tests {
             v["flows"][0]["media"] = media;
             Scenario::from_json(&v.to_string()).unwrap().validate().unwrap();
         }
+    }
+
+    /// `media.preset = "chromium"` is the nine settings of docs/fidelity.md, keys set by hand
+    /// win, and an unknown name is reported at its path.
+    #[test]
+    fn a_preset_expands_before_the_schema_and_a_wrong_name_is_named() {
+        let mut v = base();
+        v["flows"][0]["media"] = serde_json::json!({"preset": "chromium", "fps": 15, "header_bytes": 60});
+        let m = Scenario::from_json(&v.to_string()).unwrap().flows[0].media.clone();
+        assert_eq!((m.pacer_burst_ms, m.keyframe_interval_s, m.header_bytes, m.expected_overhead_bytes), (40.0, 200.0, 60, Some(90.0)));
+        assert!(m.fec && m.nack && m.quality_scaler && m.overhead_accounting);
+        assert_eq!((m.encoder_min_kbps, m.frame_floor_kbit, m.preset), (Some(30.0), 27.0, Some(presets::SenderPreset::Chromium)));
+        // The same as typing the nine keys of docs/fidelity.md.
+        v["flows"][0]["media"] = serde_json::json!({"fps": 15, "header_bytes": 60, "pacer_burst_ms": 40, "keyframe_interval_s": 200,
+            "expected_overhead_bytes": 90, "fec": true, "nack": true, "encoder_min_kbps": 30, "frame_floor_kbit": 27, "quality_scaler": true});
+        let typed = Scenario::from_json(&v.to_string()).unwrap().flows[0].media.clone();
+        let (mut a, b) = (serde_json::to_value(&m).unwrap(), serde_json::to_value(&typed).unwrap());
+        a["preset"] = serde_json::Value::Null;
+        assert_eq!(a, b);
+        v["flows"][0]["media"] = serde_json::json!({"preset": "firefox"});
+        let e = Scenario::from_json(&v.to_string()).unwrap_err();
+        assert_eq!(e.field, "flows[0].media.preset", "{e}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub const DROP_DEBT_S: f64 = (1.0 - 0.30) * 0.6;
 /// fidelity study's high-motion source keeps 15 frames/s down to about 27 kbit per frame at
 /// 640x360 and 11.5 kbit at 320x180 (train traces, docs/fidelity/evidence-frame-rate.md):
 /// ln(27 / 11.5) / ln 4 ≈ 0.62.
-const FLOOR_PIXEL_EXPONENT: f64 = 0.62;
+pub const FLOOR_PIXEL_EXPONENT: f64 = 0.62;
 /// A frame after a gap of g frame intervals costs floor × g^0.35 (same evidence: at 5 and at
 /// 2 frames/s a frame costs about 1.4 and 1.9 floors).
 const GAP_EXPONENT: f64 = 0.35;
