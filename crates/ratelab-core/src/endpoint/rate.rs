@@ -1,7 +1,9 @@
-//! The sender's rate bookkeeping that is not the controller's: the audio stream's share and
-//! libwebrtc's frame dropping for congestion-window pushback.
+//! The sender's rate bookkeeping that is not the controller's: the audio stream's share,
+//! libwebrtc's frame dropping for congestion-window pushback, and the encoded frame rate.
 
-use crate::units::{Bitrate, Bytes, Duration};
+use std::collections::VecDeque;
+
+use crate::units::{Bitrate, Bytes, Duration, Time};
 
 /// A constant-rate Opus-like audio stream: one packet of `size` (headers included) every
 /// `interval`, sent as it is encoded (libwebrtc does not pace audio).
@@ -62,5 +64,64 @@ mod tests {
         assert_eq!(a.size, Bytes::new(120));
         assert_eq!(a.wire_rate(), Bitrate::from_kbps(48));
         assert_eq!(AudioStream::new(0.0, 20.0, Bytes::new(40)), None);
+    }
+}
+
+/// libwebrtc's send frame rate (`SendStatisticsProxy::GetSendFrameRate`): frames encoded over
+/// the last second (a `RateTracker` of ten 100 ms buckets), rounded to whole frames a second.
+/// It is the frame rate `RtpVideoSender::OnBitrateUpdated` hands to the overhead estimate and
+/// to the FEC controller, so frames the encoder drops lower both.
+#[derive(Clone, Debug, Default)]
+pub struct SendFrameRate {
+    encoded: VecDeque<Time>,
+    first: Option<Time>,
+}
+
+const RATE_WINDOW: Duration = Duration::from_secs(1);
+
+impl SendFrameRate {
+    /// A frame was encoded at `now`.
+    pub fn on_encoded(&mut self, now: Time) {
+        self.first.get_or_insert(now);
+        self.encoded.push_back(now);
+        self.forget(now);
+    }
+
+    /// Frames a second at `now`, over the last second or, in the first second, over the time
+    /// since the first frame (`RateTracker` counts only the time it has seen). 0 before any frame.
+    pub fn rate(&mut self, now: Time) -> f64 {
+        self.forget(now);
+        let Some(first) = self.first else { return 0.0 };
+        let span = (now - first).min(RATE_WINDOW).max(Duration::from_ms(100));
+        (self.encoded.len() as f64 / span.as_secs_f64()).round()
+    }
+
+    fn forget(&mut self, now: Time) {
+        while self.encoded.front().is_some_and(|&t| now - t >= RATE_WINDOW) { self.encoded.pop_front(); }
+    }
+}
+
+#[cfg(test)]
+mod frame_rate_tests {
+    use super::*;
+
+    #[test]
+    fn frames_in_the_last_second_rounded() {
+        let mut r = SendFrameRate::default();
+        assert_eq!(r.rate(Time::from_ms(0)), 0.0);
+        for i in 0..30 { r.on_encoded(Time::from_ms(i * 67)); } // 15 frames/s for 2 s
+        assert_eq!(r.rate(Time::from_ms(29 * 67)), 15.0);
+        // The encoder drops every other frame from now on: 7.5 → 8 a second after.
+        for i in 0..15 { r.on_encoded(Time::from_ms(2010 + i * 134)); }
+        assert_eq!(r.rate(Time::from_ms(2010 + 14 * 134)), 8.0);
+        // Nothing encoded for a second: 0.
+        assert_eq!(r.rate(Time::from_ms(2010 + 14 * 134 + 1000)), 0.0);
+    }
+
+    #[test]
+    fn the_first_second_counts_only_the_time_seen() {
+        let mut r = SendFrameRate::default();
+        for i in 0..5 { r.on_encoded(Time::from_ms(i * 100)); }
+        assert_eq!(r.rate(Time::from_ms(400)), 13.0, "5 frames over 0.4 s = 12.5, rounded");
     }
 }

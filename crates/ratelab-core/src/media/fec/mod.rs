@@ -96,6 +96,10 @@ impl FecSender {
     /// The encoder's picture changed (quality scaler): the next update uses it.
     pub fn set_resolution(&mut self, resolution: (u32, u32)) { self.resolution = resolution; }
 
+    /// The frame rate the encoder achieves (libwebrtc's send frame rate, at least 1: the
+    /// `actual_framerate_fps` of `UpdateFecRates`); the next update uses it.
+    pub fn set_frame_rate(&mut self, fps: f64) { self.fps = fps.max(1.0); }
+
     /// `RtpVideoSender::OnBitrateUpdated` → `UpdateFecRates`: new protection factors from the
     /// filtered loss, and the protection share of what was sent in the last second.
     pub fn on_bitrate_update(&mut self, now: Time, payload_rate: Bitrate) {
