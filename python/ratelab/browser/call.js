@@ -209,11 +209,10 @@
   const OUT = ['bytesSent', 'headerBytesSent', 'packetsSent', 'retransmittedBytesSent', 'retransmittedPacketsSent', 'targetBitrate',
                'framesEncoded', 'keyFramesEncoded', 'framesSent', 'frameWidth', 'frameHeight', 'framesPerSecond', 'qualityLimitationReason',
                'qualityLimitationDurations', 'nackCount', 'pliCount', 'firCount', 'encoderImplementation', 'totalEncodeTime', 'qpSum',
-               'psnrSum', 'psnrMeasurements', 'totalEncodedBytesTarget', 'hugeFramesSent'];
+               'psnrSum', 'psnrMeasurements', 'hugeFramesSent'];
   const IN = ['bytesReceived', 'headerBytesReceived', 'packetsReceived', 'packetsLost', 'framesDecoded', 'framesDropped', 'framesReceived',
               'keyFramesDecoded', 'freezeCount', 'totalFreezesDuration', 'frameWidth', 'frameHeight', 'framesPerSecond', 'jitter',
-              'jitterBufferDelay', 'jitterBufferEmittedCount', 'nackCount', 'pliCount', 'firCount', 'decoderImplementation', 'totalDecodeTime',
-              'fecPacketsReceived', 'fecBytesReceived', 'fecPacketsDiscarded'];
+              'jitterBufferDelay', 'jitterBufferEmittedCount', 'nackCount', 'pliCount', 'firCount', 'decoderImplementation', 'totalDecodeTime'];
   const PAIR = ['bytesSent', 'bytesReceived', 'packetsSent', 'packetsReceived', 'availableOutgoingBitrate', 'currentRoundTripTime'];
 
   // One sample of a flow: the sender's outbound-rtp (primary SSRC), its selected pair and the

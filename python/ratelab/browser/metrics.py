@@ -75,7 +75,7 @@ def series(samples: list[dict[str, Any]], flow: int, t0_unix: float, start_s: fl
         "t_s", "target_kbps", "encoder_kbps", "pacing_kbps", "send_kbps", "recv_kbps", "owd_ms", "capacity_kbps", "queue_ms",
         "cwnd_bytes", "lost_packets", "freezes", "encoder_target_kbps", "rtt_ms", "width", "height", "fps", "recv_fps",
         "frames_encoded", "frames_decoded", "frames_dropped", "key_frames", "freeze_ms", "quality_limitation", "nack", "pli",
-        "packets_lost", "retransmit_kbps", "encoded_target_kbps", "qp", "fec_recv_kbps", "jitter_buffer_ms")}
+        "packets_lost", "retransmit_kbps", "qp", "jitter_buffer_ms")}
     prev_t, prev = start_s, {"sent": 0.0, "recv": 0.0, "enc": 0.0, "rtx": 0.0, "lost": 0.0}
     # Counters whose per-interval ratio is a column: (numerator, denominator) deltas.
     prev_c: dict[str, float] = {}
@@ -130,14 +130,14 @@ def series(samples: list[dict[str, Any]], flow: int, t0_unix: float, start_s: fl
         out["pli"].append(_g(o, "pliCount", 0.0))
         out["packets_lost"].append(_g(i, "packetsLost", 0.0))
         out["retransmit_kbps"].append(rate["rtx"])
-        # The encoder's own per-frame targets, its QP, the FEC the receiver got and its jitter
-        # buffer: what a sender model must reproduce (NaN where this Chromium has no counter).
-        c = {"etb": _g(o, "totalEncodedBytesTarget"), "qp": _g(o, "qpSum"), "fe": _g(o, "framesEncoded"),
-             "fec": _g(i, "fecBytesReceived"), "jbd": _g(i, "jitterBufferDelay"), "jbn": _g(i, "jitterBufferEmittedCount")}
+        # The encoder's QP and the receiver's jitter buffer: what a sender and receiver model must
+        # reproduce (NaN in an interval without a frame). Chromium 156 reports neither
+        # totalEncodedBytesTarget (0 for VP8) nor fecPacketsReceived, so the FEC share is not
+        # separable from getStats.
+        c = {"qp": _g(o, "qpSum"), "fe": _g(o, "framesEncoded"),
+             "jbd": _g(i, "jitterBufferDelay"), "jbn": _g(i, "jitterBufferEmittedCount")}
         d = {k: c[k] - prev_c.get(k, 0.0) for k in c}
-        out["encoded_target_kbps"].append(d["etb"] * 8 / dt / 1e3)
         out["qp"].append(d["qp"] / d["fe"] if d["fe"] > 0 else math.nan)
-        out["fec_recv_kbps"].append(d["fec"] * 8 / dt / 1e3)
         out["jitter_buffer_ms"].append(d["jbd"] / d["jbn"] * 1e3 if d["jbn"] > 0 else math.nan)
         prev_c = {k: v for k, v in c.items() if not math.isnan(v)} | {k: prev_c[k] for k in prev_c if math.isnan(c[k])}
         prev_t, prev = t, cur
