@@ -76,9 +76,7 @@ def series(samples: list[dict[str, Any]], flow: int, t0_unix: float, start_s: fl
         "cwnd_bytes", "lost_packets", "freezes", "encoder_target_kbps", "rtt_ms", "width", "height", "fps", "recv_fps",
         "frames_encoded", "frames_decoded", "frames_dropped", "key_frames", "freeze_ms", "quality_limitation", "nack", "pli",
         "packets_lost", "retransmit_kbps", "qp", "jitter_buffer_ms")}
-    prev_t, prev = start_s, {"sent": 0.0, "recv": 0.0, "enc": 0.0, "rtx": 0.0, "lost": 0.0}
-    # Counters whose per-interval ratio is a column: (numerator, denominator) deltas.
-    prev_c: dict[str, float] = {}
+    prev_t, prev = start_s, {"sent": 0.0, "recv": 0.0, "enc": 0.0, "rtx": 0.0, "lost": 0.0, "qp": 0.0, "fe": 0.0, "jbd": 0.0, "jbn": 0.0}
     data = None
     if packets is not None and len(packets.get("route", ())):
         m = (packets["route"] == route) & (packets["leg"] == 0)
@@ -89,7 +87,9 @@ def series(samples: list[dict[str, Any]], flow: int, t0_unix: float, start_s: fl
         o, i, sp, rp = s.get("out") or {}, s.get("in") or {}, s.get("spair"), s.get("rpair")
         cur = {"sent": wire_bytes(sp, "Sent")[0], "recv": wire_bytes(rp, "Received")[0],
                "enc": _g(o, "bytesSent", 0.0) - _g(o, "retransmittedBytesSent", 0.0), "rtx": _g(o, "retransmittedBytesSent", 0.0),
-               "lost": _g(i, "packetsLost", 0.0)}
+               "lost": _g(i, "packetsLost", 0.0),
+               # NaN when absent, so their ratios below are NaN rather than 0.
+               "qp": _g(o, "qpSum"), "fe": _g(o, "framesEncoded"), "jbd": _g(i, "jitterBufferDelay"), "jbn": _g(i, "jitterBufferEmittedCount")}
         rate = {k: (cur[k] - prev[k]) * 8 / dt / 1e3 for k in ("sent", "recv", "enc", "rtx")}
         out["t_s"].append(t)
         out["target_kbps"].append(_g(sp, "availableOutgoingBitrate") / 1e3)
@@ -134,12 +134,9 @@ def series(samples: list[dict[str, Any]], flow: int, t0_unix: float, start_s: fl
         # reproduce (NaN in an interval without a frame). Chromium 156 reports neither
         # totalEncodedBytesTarget (0 for VP8) nor fecPacketsReceived, so the FEC share is not
         # separable from getStats.
-        c = {"qp": _g(o, "qpSum"), "fe": _g(o, "framesEncoded"),
-             "jbd": _g(i, "jitterBufferDelay"), "jbn": _g(i, "jitterBufferEmittedCount")}
-        d = {k: c[k] - prev_c.get(k, 0.0) for k in c}
+        d = {k: cur[k] - prev[k] for k in ("qp", "fe", "jbd", "jbn")}
         out["qp"].append(d["qp"] / d["fe"] if d["fe"] > 0 else math.nan)
         out["jitter_buffer_ms"].append(d["jbd"] / d["jbn"] * 1e3 if d["jbn"] > 0 else math.nan)
-        prev_c = {k: v for k, v in c.items() if not math.isnan(v)} | {k: prev_c[k] for k in prev_c if math.isnan(c[k])}
         prev_t, prev = t, cur
     cols: dict[str, np.ndarray] = {"t_s": np.array(out.pop("t_s"), dtype=np.float64), "flow": np.full(n, flow, dtype=np.uint32)}
     ql = out.pop("quality_limitation")

@@ -75,6 +75,8 @@ mod tests {
 pub struct SendFrameRate {
     encoded: VecDeque<Time>,
     first: Option<Time>,
+    /// The rate at the last [`SendFrameRate::rate`] call.
+    current: f64,
 }
 
 const RATE_WINDOW: Duration = Duration::from_secs(1);
@@ -93,8 +95,12 @@ impl SendFrameRate {
         self.forget(now);
         let Some(first) = self.first else { return 0.0 };
         let span = (now - first).min(RATE_WINDOW).max(Duration::from_ms(100));
-        (self.encoded.len() as f64 / span.as_secs_f64()).round()
+        self.current = (self.encoded.len() as f64 / span.as_secs_f64()).round();
+        self.current
     }
+
+    /// The rate as of the last [`SendFrameRate::rate`] call (0 before it).
+    pub fn current(&self) -> f64 { self.current }
 
     fn forget(&mut self, now: Time) {
         while self.encoded.front().is_some_and(|&t| now - t >= RATE_WINDOW) { self.encoded.pop_front(); }

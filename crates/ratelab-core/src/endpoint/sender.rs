@@ -100,9 +100,9 @@ pub struct MediaSender {
     in_flight_timeout: Option<Duration>,
     expired: Bytes,
     frames_encoded: u64,
-    /// libwebrtc's send frame rate, refreshed at every frame tick (endpoint/rate.rs).
+    /// libwebrtc's send frame rate, refreshed at every frame tick while a model reads it
+    /// (`media.fec`, `media.expected_overhead_bytes`; endpoint/rate.rs).
     send_frame_rate: SendFrameRate,
-    sent_fps: f64,
     /// libwebrtc's loss protection (`media.fec`): ULPFEC packets and the encoder's share.
     fec: Option<FecSender>,
     /// The flow's next RTP (media) sequence number.
@@ -136,7 +136,7 @@ impl MediaSender {
             overhead_accounting: p.overhead_accounting, payload_share, queue_time_limit: p.queue_time_limit, frame_phase: p.frame_phase,
             include_report_time: p.include_report_time, pauses: p.pauses, in_pause: false, cwnd_reduce_ratio: 0.0, cwnd_drop_interval: None,
             cwnd_frame_counter: 0, audio: p.audio, next_frame: None, next_audio: None, next_tick: None, pacer_wake: None, pacer_armed: None,
-            out: VecDeque::new(), pause_edge: None, min_wire: Bytes::ZERO, in_flight_timeout: None, expired: Bytes::ZERO, frames_encoded: 0, send_frame_rate: SendFrameRate::default(), sent_fps: 0.0, fec: None,
+            out: VecDeque::new(), pause_edge: None, min_wire: Bytes::ZERO, in_flight_timeout: None, expired: Bytes::ZERO, frames_encoded: 0, send_frame_rate: SendFrameRate::default(), fec: None,
             next_media_seq: 0, rtx: None, retransmitted_packets: 0, retransmitted_bytes: Bytes::ZERO, expected_overhead: None,
         }
     }
@@ -330,7 +330,7 @@ impl MediaSender {
             // `None`: the encoder's rate control dropped the frame (media.frame_floor_kbit).
             if let Some(frame) = self.encoder.encode(t) { self.enqueue_frame(now, frame); }
         }
-        self.sent_fps = self.send_frame_rate.rate(now);
+        if self.reads_send_frame_rate() { self.send_frame_rate.rate(now); }
         let next = t + interval;
         self.next_frame = Some(if now - next > CATCH_UP { now } else { next });
     }
@@ -338,7 +338,7 @@ impl MediaSender {
     /// An encoded frame: packetized into the pacer (and counted for loss protection).
     fn enqueue_frame(&mut self, now: Time, frame: Frame) {
         self.frames_encoded += 1;
-        self.send_frame_rate.on_encoded(now);
+        if self.reads_send_frame_rate() { self.send_frame_rate.on_encoded(now); }
         let parts = packetize(frame.size, self.max_payload);
         let count = parts.len();
         if let Some(f) = self.fec.as_mut() { f.on_encoded(now, frame.size, frame.keyframe); }
@@ -449,13 +449,17 @@ impl MediaSender {
     fn update_protection(&mut self, now: Time) {
         if self.fec.is_none() { return; }
         let payload = self.payload_target();
-        let (resolution, fps) = (self.encoder.resolution(), self.sent_fps);
+        let (resolution, fps) = (self.encoder.resolution(), self.send_frame_rate.current());
         if let Some(f) = self.fec.as_mut() {
             if let Some(r) = resolution { f.set_resolution(r); }
             f.set_frame_rate(fps);
             f.on_bitrate_update(now, payload);
         }
     }
+
+    /// Only loss protection and the expected overhead read the send frame rate; the default
+    /// sender does not track it.
+    fn reads_send_frame_rate(&self) -> bool { self.fec.is_some() || self.expected_overhead.is_some() }
 
     /// A new loss fraction without a new target: goog_cc still sends an update (the loss
     /// changed), so the protection and the encoder's share follow it.
@@ -492,7 +496,7 @@ impl MediaSender {
             (true, None) => target.scale(self.payload_share),
             (true, Some(per_packet)) => {
                 let packet = Bytes::new(self.max_payload as i64) + self.header;
-                target.saturating_sub(expected_overhead_rate(target, self.sent_fps, packet, per_packet))
+                target.saturating_sub(expected_overhead_rate(target, self.send_frame_rate.current(), packet, per_packet))
             }
         }
     }

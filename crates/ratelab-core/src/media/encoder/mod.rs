@@ -61,8 +61,6 @@ impl Encoder {
     }
 
     pub fn frame_interval(&self) -> Duration { Duration::from_secs_f64(1.0 / self.cfg.fps) }
-    /// The configured frame rate, frames/s.
-    pub fn fps(&self) -> f64 { self.cfg.fps }
 
     /// New target from the congestion controller (clamped to the encoder's range).
     pub fn set_target(&mut self, target: Bitrate) {
