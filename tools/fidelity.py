@@ -140,6 +140,7 @@ def run_all(a: argparse.Namespace) -> int:
             raise Bad(f"error: --contender: unknown contender '{c}' (known: {', '.join(CONTENDERS)})")
     out.mkdir(parents=True, exist_ok=True)
     browser = {"width": a.width, "height": a.height, "fps": a.fps, "complexity": a.complexity}
+    browser.update(browser_options(a.browser))
     with realtime_lock(out, any(CONTENDERS[c][0] != "sim" for c in contenders)):
         for case in chosen:
             sc = scenario_of(case, a.duration_cap)
@@ -150,6 +151,30 @@ def run_all(a: argparse.Namespace) -> int:
                     if not one_run(out / case.name / c, rep, case, sc, kind, ctrl, browser, a):
                         break  # refused: the other repeats would be refused too
     return 0
+
+
+def browser_options(pairs: list[str]) -> dict[str, Any]:
+    """``--browser KEY=VALUE`` (a TOML value: ``fec=false``, ``codec="VP9"``) as browser options,
+    checked against :class:`BrowserOptions` before any run starts."""
+    import tomllib
+
+    from ratelab.browser.run import BrowserOptions
+    from ratelab.errors import InputError
+
+    out: dict[str, Any] = {}
+    for kv in pairs:
+        key, sep, value = kv.partition("=")
+        if not sep or not key.strip():
+            raise Bad(f"error: --browser: {kv}: expected KEY=VALUE")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            raise Bad(f"error: --browser: {kv}: the value is not a TOML value (strings in quotes)") from None
+    try:
+        BrowserOptions.from_params(out, "--browser")
+    except InputError as exc:
+        raise Bad(f"error: --browser: {exc.field.rpartition('.')[2]}: {exc.message}") from None
+    return out
 
 
 def select(pattern: str | None) -> list[Case]:
@@ -546,6 +571,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--height", type=int, default=360)
     r.add_argument("--fps", type=float, default=15.0)
     r.add_argument("--complexity", type=float, default=0.5)
+    r.add_argument("--browser", action="append", default=[], metavar="KEY=VALUE",
+                   help="a browser option for the Chromium runs (TOML value, e.g. fec=false); see docs/browser.md")
     r.add_argument("--model", action="append", default=[], metavar="KEY=VALUE",
                    help="a media-model setting for every flow of the simulated and live contenders, e.g. "
                         "media.pacer_burst_ms=0 (repeatable; recorded in meta.json)")

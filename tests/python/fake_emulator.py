@@ -15,15 +15,16 @@ import numpy as np
 
 
 
-def rtp_fields(payload: bytes) -> tuple[int, int, int]:
-    """(ssrc, seq, payload type) of an RTP packet, (-1, -1, -1) for anything else: STUN (first
-    byte 0-3), DTLS (20-63), RTCP (payload type 192-223 with the marker bit, RFC 5761)."""
+def rtp_fields(payload: bytes) -> tuple[int, int, int, int, int]:
+    """(ssrc, seq, payload type, marker, timestamp) of an RTP packet, all -1 for anything else:
+    STUN (first byte 0-3), DTLS (20-63), RTCP (payload type 192-223 with the marker bit, RFC 5761)."""
     if len(payload) < 12 or payload[0] >> 6 != 2:
-        return -1, -1, -1
+        return -1, -1, -1, -1, -1
     pt = payload[1] & 0x7F
     if 64 <= pt <= 95:
-        return -1, -1, -1
-    return struct.unpack_from("!I", payload, 8)[0], struct.unpack_from("!H", payload, 2)[0], pt
+        return -1, -1, -1, -1, -1
+    return (struct.unpack_from("!I", payload, 8)[0], struct.unpack_from("!H", payload, 2)[0], pt, payload[1] >> 7,
+            struct.unpack_from("!I", payload, 4)[0])
 
 
 def _addr(text: str) -> tuple[str, int]:
@@ -73,8 +74,7 @@ class Handle:
                     r = self.routes[i]
                     dst = _addr(r["receiver"] if leg == 0 else r["sender"])
                     delay = (r["data_delay_ms"] if leg == 0 else r["return_delay_ms"]) / 1e3
-                    ssrc, seq, pt = rtp_fields(data)
-                    self.rows.append([i, leg, now, len(data) + 28, 0.0, now + delay, False, ssrc, seq, pt])
+                    self.rows.append([i, leg, now, len(data) + 28, 0.0, now + delay, False, *rtp_fields(data)])
                     heapq.heappush(due, (now + delay, len(self.rows), data, dst))
             while due and due[0][0] <= time.monotonic() - self.t0:
                 _, _, d, dst = heapq.heappop(due)
@@ -86,15 +86,17 @@ class Handle:
         flat = self._drain_flat()
         data = flat["leg"] == 0
         packets = {k: flat[k][data] for k in ("route", "arrival_s", "size", "queue_ms", "delivered_s")}
-        packets["ssrc"], packets["seq"] = flat["rtp_ssrc"][data], flat["rtp_seq"][data]
+        for k in ("ssrc", "seq", "pt", "marker", "ts"):
+            packets["timestamp" if k == "ts" else k] = flat[f"rtp_{k}"][data]
         packets["fate"] = ["queue" if d else "" for d in flat["dropped"][data]]
         return {"packets": packets, "links": {}, "discarded": 0}
 
     def _drain_flat(self) -> dict[str, np.ndarray]:
         rows, self.rows = self.rows, []
-        cols = list(zip(*rows)) if rows else [()] * 10
-        names = ("route", "leg", "arrival_s", "size", "queue_ms", "delivered_s", "dropped", "rtp_ssrc", "rtp_seq", "rtp_pt")
-        types = (np.uint32, np.uint8, float, np.uint32, float, float, bool, np.int64, np.int32, np.int16)
+        cols = list(zip(*rows)) if rows else [()] * 12
+        names = ("route", "leg", "arrival_s", "size", "queue_ms", "delivered_s", "dropped", "rtp_ssrc", "rtp_seq", "rtp_pt",
+                 "rtp_marker", "rtp_ts")
+        types = (np.uint32, np.uint8, float, np.uint32, float, float, bool, np.int64, np.int32, np.int16, np.int8, np.int64)
         self.taken += len(rows)
         out = {n: np.array(c, dtype=t) for n, c, t in zip(names, cols, types)}
         self._all.append(out)

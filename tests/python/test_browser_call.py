@@ -70,7 +70,7 @@ def test_field_trials_flag():
 
 def test_bad_options_are_named():
     for kw, field in (({"codec": "H265"}, "codec"), ({"complexity": 1.5}, "complexity"), ({"fps": 0}, "fps"),
-                      ({"stats_interval_ms": 500}, "stats_interval_ms")):
+                      ({"stats_interval_ms": 500}, "stats_interval_ms"), ({"fec": "no"}, "fec"), ({"rtx": 1}, "rtx")):
         with pytest.raises(InputError) as e:
             BrowserOptions(**kw).check()
         assert e.value.field == field
@@ -125,12 +125,13 @@ def test_expand_flows_like_the_simulator():
 def test_fake_emulator_reads_rtp_fields():
     """The test stand-in tells RTP from RTCP, STUN and DTLS as the native emulator does."""
     from fake_emulator import rtp_fields
-    rtp = bytes([0x80, 0x60]) + struct.pack("!HII", 513, 0, 0xDEADBEEF)
-    assert rtp_fields(rtp) == (0xDEADBEEF, 513, 0x60)
+    rtp = bytes([0x80, 0x60]) + struct.pack("!HII", 513, 90000, 0xDEADBEEF)
+    assert rtp_fields(rtp) == (0xDEADBEEF, 513, 0x60, 0, 90000)
+    assert rtp_fields(bytes([0x80, 0xE0]) + rtp[2:])[2:4] == (0x60, 1)  # the marker bit
     rtcp_sr = bytes([0x80, 200]) + bytes(10)
     stun = bytes([0x00, 0x01]) + bytes(18)
     dtls = bytes([22, 0xFE, 0xFD]) + bytes(10)
-    assert rtp_fields(rtcp_sr) == rtp_fields(stun) == rtp_fields(dtls) == (-1, -1, -1)
+    assert rtp_fields(rtcp_sr) == rtp_fields(stun) == rtp_fields(dtls) == (-1,) * 5
 
 
 def sample(t_ms, sent, spk, recv, rpk, **kw):

@@ -77,7 +77,8 @@ impl EmulatorHandle {
     }
 
     /// What happened since the last call: `packets`, a dict of numpy columns (route, arrival_s,
-    /// size, queue_ms, delivered_s, ssrc, seq; NaN / -1 where not applicable) plus `fate` (a list:
+    /// size, queue_ms, delivered_s, ssrc, seq, pt, marker, timestamp; NaN / -1 where not
+    /// applicable) plus `fate` (a list:
     /// "" delivered, "queue", "random", "overflow", "in_flight"), in the order fates were decided;
     /// `links`, the link series (t_s, link 0 forward / 1 reverse, capacity_kbps, queue_bytes,
     /// queue_ms); `discarded`, packet records dropped so far because nobody drained.
@@ -93,6 +94,9 @@ impl EmulatorHandle {
         pk.set_item("delivered_s", p.delivered_s.into_pyarray_bound(py))?;
         pk.set_item("ssrc", p.ssrc.into_pyarray_bound(py))?;
         pk.set_item("seq", p.seq.into_pyarray_bound(py))?;
+        pk.set_item("pt", p.pt.into_pyarray_bound(py))?;
+        pk.set_item("marker", p.marker.into_pyarray_bound(py))?;
+        pk.set_item("timestamp", p.timestamp.into_pyarray_bound(py))?;
         let lk = PyDict::new_bound(py);
         lk.set_item("t_s", l.t_s.into_pyarray_bound(py))?;
         lk.set_item("link", l.link.into_pyarray_bound(py))?;

@@ -157,8 +157,15 @@
       const caps = RTCRtpSender.getCapabilities('video').codecs;
       const want = caps.filter((c) => c.mimeType.toLowerCase() === 'video/' + cfg.codec.toLowerCase());
       if (!want.length) throw new Error(`codec ${cfg.codec} is not in this browser (has: ${[...new Set(caps.map((c) => c.mimeType.slice(6)))].join(', ')})`);
-      const rest = caps.filter((c) => /\/(rtx|red|ulpfec|flexfec-03)$/i.test(c.mimeType));
-      tr.setCodecPreferences(want.concat(rest));
+      // Repair codecs kept unless the options leave them out: RTX (retransmissions on their own
+      // SSRC; without it NACKed packets go again on the media SSRC) and RED/ULPFEC/FlexFEC.
+      const repair = (c) => {
+        const m = c.mimeType.toLowerCase();
+        if (m.endsWith('/rtx')) return cfg.rtx !== false;
+        if (/\/(red|ulpfec|flexfec-03)$/.test(m)) return cfg.fec !== false;
+        return false;
+      };
+      tr.setCodecPreferences(want.concat(caps.filter(repair)));
     }
     const offer = await S.createOffer();
     await S.setLocalDescription(offer);

@@ -6,7 +6,8 @@ background emulator with explicit routes, several flows and both directions) wit
 Packet records (``drain_packets``) are columns: ``route``, ``leg`` (0: sender → receiver, 1: the
 return), ``arrival_s`` (seconds since the emulator started), ``size`` (bytes with IP/UDP
 headers, as the emulator counts them), ``queue_ms``, ``delivered_s`` (NaN: dropped or unknown),
-``dropped``, ``rtp_ssrc`` / ``rtp_seq`` / ``rtp_pt`` (RTP packets; -1 otherwise).
+``dropped``, ``rtp_ssrc`` / ``rtp_seq`` / ``rtp_pt`` / ``rtp_marker`` / ``rtp_ts`` (the RTP
+header's fields, clear under SRTP; -1 for datagrams that are not RTP).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from ratelab.native import core, core_errors
 
 #: IP + UDP header bytes the emulator adds to each datagram's size (payload.rs IP_UDP_OVERHEAD).
 IP_UDP = 28
-PACKET_COLUMNS = ("route", "leg", "arrival_s", "size", "queue_ms", "delivered_s", "dropped", "rtp_ssrc", "rtp_seq", "rtp_pt")
+PACKET_COLUMNS = ("route", "leg", "arrival_s", "size", "queue_ms", "delivered_s", "dropped", "rtp_ssrc", "rtp_seq", "rtp_pt",
+                  "rtp_marker", "rtp_ts")
 
 
 def start(listen_ip: str, routes: list[dict[str, Any]], options: dict[str, Any], source: str = "scenario"):
@@ -41,7 +43,8 @@ def split_address(text: str) -> tuple[str, int]:
 def empty_packets() -> dict[str, np.ndarray]:
     """A packet record with no rows, in this module's column types."""
     types = {"route": np.uint32, "leg": np.uint8, "arrival_s": np.float64, "size": np.uint32, "queue_ms": np.float64,
-             "delivered_s": np.float64, "dropped": bool, "rtp_ssrc": np.int64, "rtp_seq": np.int32, "rtp_pt": np.int16}
+             "delivered_s": np.float64, "dropped": bool, "rtp_ssrc": np.int64, "rtp_seq": np.int32, "rtp_pt": np.int16,
+             "rtp_marker": np.int8, "rtp_ts": np.int64}
     return {k: np.zeros(0, dtype=types[k]) for k in PACKET_COLUMNS}
 
 
@@ -63,7 +66,7 @@ class _Native:
 
     def drain_packets(self) -> dict[str, np.ndarray]:
         """The handle's record since the last drain (``packets``: numpy columns route,
-        arrival_s, size, queue_ms, delivered_s, ssrc, seq and the list ``fate``, "" when
+        arrival_s, size, queue_ms, delivered_s, ssrc, seq, pt, marker, timestamp and the list ``fate``, "" when
         delivered), in this module's column names."""
         got = self._h.drain_packets()
         cols = got["packets"]
@@ -74,8 +77,8 @@ class _Native:
         out["leg"] = np.zeros(n, dtype=np.uint8)  # the handle records the data legs
         # dropped by the link (queue, random, overflow); "in_flight" at stop is not a drop
         out["dropped"] = np.array([f not in ("", "in_flight") for f in fate], dtype=bool)
-        out["rtp_ssrc"], out["rtp_seq"] = np.asarray(cols["ssrc"]), np.asarray(cols["seq"])
-        out["rtp_pt"] = np.full(n, -1)  # not recorded by the handle
+        for k, name in (("ssrc", "rtp_ssrc"), ("seq", "rtp_seq"), ("pt", "rtp_pt"), ("marker", "rtp_marker"), ("timestamp", "rtp_ts")):
+            out[name] = np.asarray(cols[k])
         return out
 
     def stop(self) -> dict[str, Any]:

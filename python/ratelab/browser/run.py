@@ -47,6 +47,10 @@ class BrowserOptions:
     #: A y4m file as the camera instead of the synthetic canvas (its own resolution and rate).
     y4m: str | None = None
     codec: str = "VP8"
+    #: Offer RED/ULPFEC (and FlexFEC) and RTX beside the codec: Chromium's defaults. Off: its FEC
+    #: controller has nothing to protect with; NACKed packets are resent on the media SSRC.
+    fec: bool = True
+    rtx: bool = True
     #: ``maxBitrate`` and the x-google start/min bitrates; None: the flow's media.max/start/min_kbps.
     max_kbps: float | None = None
     start_kbps: float | None = None
@@ -83,6 +87,9 @@ class BrowserOptions:
             raise bad("codec", f"unknown codec '{self.codec}' (known: {', '.join(CODECS)})")
         if not (16 <= self.width <= 3840 and 16 <= self.height <= 2160):
             raise bad("width", f"{self.width}x{self.height} is outside 16x16 .. 3840x2160")
+        for key in ("fec", "rtx"):
+            if not isinstance(getattr(self, key), bool):
+                raise bad(key, f"{getattr(self, key)!r} is not true or false")
         if not (1 <= self.fps <= 60):
             raise bad("fps", f"{self.fps} is outside 1 .. 60")
         if not (0.0 <= self.complexity <= 1.0):
@@ -197,6 +204,7 @@ def _call(sc: Scenario, flows: list[dict[str, Any]], o: BrowserOptions, seed: in
         media = f["media"]
         cfg = {"id": f["id"], "width": o.width, "height": o.height, "fps": o.fps, "complexity": o.complexity,
                "seed": (seed * 1_000_003 + f["id"]) & 0xFFFFFFFF, "source": "camera" if o.y4m else "canvas", "codec": o.codec,
+               "fec": o.fec, "rtx": o.rtx,
                "max_kbps": o.max_kbps or media.get("max_kbps", 5000.0), "start_kbps": o.start_kbps or media.get("start_kbps", 300.0),
                "min_kbps": o.min_kbps or media.get("min_kbps", 150.0)}
         f["page"] = cfg
@@ -324,7 +332,8 @@ def _packet_columns(packets: dict[str, np.ndarray], flows: list[dict[str, Any]])
         ext[j] = max(s, 0)
     return {"flow": p["route"].astype(np.uint32), "seq": ext, "size": p["size"].astype(np.uint32),
             "send_s": p["arrival_s"], "recv_s": p["delivered_s"], "lost": p["dropped"].astype(bool),
-            "ssrc": p["rtp_ssrc"].astype(np.uint32), "payload_type": p["rtp_pt"].astype(np.uint8), "queue_ms": p["queue_ms"]}
+            "ssrc": p["rtp_ssrc"].astype(np.uint32), "payload_type": p["rtp_pt"].astype(np.uint8),
+            "marker": p["rtp_marker"] > 0, "rtp_ts": p["rtp_ts"].astype(np.uint32), "queue_ms": p["queue_ms"]}
 
 
 def _write(run_dir, sinks, series_parts, packets, flows, sc, o, browser, stats, selected, emu, per_flow, metadata) -> None:

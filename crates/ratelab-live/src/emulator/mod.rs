@@ -22,7 +22,7 @@ mod record;
 mod route;
 mod stats;
 
-pub use record::{rtp_ids, Fate, LinkColumns, PacketColumns, Recorder};
+pub use record::{rtp_header, Fate, LinkColumns, PacketColumns, Recorder};
 pub use stats::{DirectionStats, EmulatorResult, EmulatorSeries, EmulatorStats, RouteStats};
 use stats::Acc;
 

@@ -38,9 +38,14 @@ pub struct PacketColumns {
     /// Written to the receiver at (model time), s since start; NaN if not delivered.
     pub delivered_s: Vec<f64>,
     pub fate: Vec<Fate>,
-    /// RTP SSRC and sequence number when the datagram is RTP (headers are clear under SRTP), else -1.
+    /// RTP SSRC, sequence number, payload type, marker bit and timestamp when the datagram is
+    /// RTP (headers are clear under SRTP), else -1. The timestamp and marker tell a frame's media
+    /// packets from the ULPFEC packets libwebrtc sends after them under the same timestamp.
     pub ssrc: Vec<i64>,
     pub seq: Vec<i32>,
+    pub pt: Vec<i16>,
+    pub marker: Vec<i8>,
+    pub timestamp: Vec<i64>,
 }
 
 impl PacketColumns {
@@ -75,10 +80,26 @@ pub struct Recorder {
     cap: usize,
 }
 
-/// `(ssrc, seq)` of an RTP datagram: version 2 and not an RTCP packet type (RFC 5761 §4).
-pub fn rtp_ids(d: &[u8]) -> Option<(u32, u16)> {
+/// The fixed RTP header fields the record keeps (RFC 3550 §5.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtpHeader {
+    pub ssrc: u32,
+    pub seq: u16,
+    pub pt: u8,
+    pub marker: bool,
+    pub timestamp: u32,
+}
+
+/// The header of an RTP datagram: version 2 and not an RTCP packet type (RFC 5761 §4).
+pub fn rtp_header(d: &[u8]) -> Option<RtpHeader> {
     if d.len() < 12 || d[0] >> 6 != 2 || (192..=223).contains(&d[1]) { return None; }
-    Some((u32::from_be_bytes([d[8], d[9], d[10], d[11]]), u16::from_be_bytes([d[2], d[3]])))
+    Some(RtpHeader {
+        ssrc: u32::from_be_bytes([d[8], d[9], d[10], d[11]]),
+        seq: u16::from_be_bytes([d[2], d[3]]),
+        pt: d[1] & 0x7f,
+        marker: d[1] & 0x80 != 0,
+        timestamp: u32::from_be_bytes([d[4], d[5], d[6], d[7]]),
+    })
 }
 
 impl Recorder {
@@ -91,7 +112,7 @@ impl Recorder {
     pub fn packet(&self, route: usize, arrival_s: f64, size: i64, queue_ms: f64, delivered_s: f64, fate: Fate, datagram: &[u8]) {
         let mut g = self.lock();
         if g.packets.len() >= self.cap { g.discarded += 1; return; }
-        let ids = rtp_ids(datagram);
+        let h = rtp_header(datagram);
         let p = &mut g.packets;
         p.route.push(route as u32);
         p.arrival_s.push(arrival_s);
@@ -99,8 +120,11 @@ impl Recorder {
         p.queue_ms.push(queue_ms);
         p.delivered_s.push(delivered_s);
         p.fate.push(fate);
-        p.ssrc.push(ids.map_or(-1, |(s, _)| s as i64));
-        p.seq.push(ids.map_or(-1, |(_, q)| q as i32));
+        p.ssrc.push(h.map_or(-1, |h| h.ssrc as i64));
+        p.seq.push(h.map_or(-1, |h| h.seq as i32));
+        p.pt.push(h.map_or(-1, |h| h.pt as i16));
+        p.marker.push(h.map_or(-1, |h| h.marker as i8));
+        p.timestamp.push(h.map_or(-1, |h| h.timestamp as i64));
     }
 
     pub fn link(&self, t_s: f64, link: u8, capacity_kbps: f64, queue_bytes: i64, queue_ms: f64) {
@@ -128,21 +152,25 @@ mod tests {
     #[test]
     fn rtp_is_told_from_rtcp_stun_and_dtls() {
         let mut rtp = [0u8; 12];
-        rtp[0] = 0x80;
-        rtp[1] = 96;
+        rtp[0] = 0x90; // version 2, extension bit
+        rtp[1] = 0x80 | 96; // marker, payload type 96
         rtp[2..4].copy_from_slice(&513u16.to_be_bytes());
+        rtp[4..8].copy_from_slice(&90_000u32.to_be_bytes());
         rtp[8..12].copy_from_slice(&0xDEAD_BEEFu32.to_be_bytes());
-        assert_eq!(rtp_ids(&rtp), Some((0xDEAD_BEEF, 513)));
+        assert_eq!(rtp_header(&rtp), Some(RtpHeader { ssrc: 0xDEAD_BEEF, seq: 513, pt: 96, marker: true, timestamp: 90_000 }));
+        let mut no_marker = rtp;
+        no_marker[1] = 97;
+        assert_eq!(rtp_header(&no_marker).map(|h| (h.pt, h.marker)), Some((97, false)));
         let mut rtcp = rtp;
         rtcp[1] = 205; // transport feedback
-        assert_eq!(rtp_ids(&rtcp), None);
+        assert_eq!(rtp_header(&rtcp), None);
         let mut stun = rtp;
         stun[0] = 0x00;
-        assert_eq!(rtp_ids(&stun), None);
+        assert_eq!(rtp_header(&stun), None);
         let mut dtls = rtp;
         dtls[0] = 22;
-        assert_eq!(rtp_ids(&dtls), None);
-        assert_eq!(rtp_ids(&rtp[..11]), None);
+        assert_eq!(rtp_header(&dtls), None);
+        assert_eq!(rtp_header(&rtp[..11]), None);
     }
 
     #[test]
@@ -151,7 +179,7 @@ mod tests {
         for i in 0..5 { r.packet(0, i as f64, 100, 1.0, 2.0, Fate::Delivered, b"x"); }
         let (p, _, discarded) = r.drain();
         assert_eq!((p.len(), discarded), (2, 3));
-        assert_eq!(p.ssrc, vec![-1, -1]);
+        assert_eq!((p.ssrc, p.pt, p.marker, p.timestamp), (vec![-1, -1], vec![-1, -1], vec![-1, -1], vec![-1, -1]));
         r.packet(1, 9.0, 100, f64::NAN, f64::NAN, Fate::Queue, b"x");
         let (p, _, discarded) = r.drain();
         assert_eq!((p.route, p.fate, discarded), (vec![1], vec![Fate::Queue], 3));
