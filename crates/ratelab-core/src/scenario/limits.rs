@@ -83,6 +83,7 @@ pub const LIMITS: &[Limit] = &[
     r("flows[*].media.max_kbps", 0.0, MAX_KBPS, "kbit/s"),
     r("flows[*].media.start_kbps", 0.0, MAX_KBPS, "kbit/s"),
     noted(r("flows[*].media.encoder_min_kbps", 0.0, MAX_KBPS, "kbit/s"), "unset: min_kbps"),
+    gt("flows[*].media.fec_overhead_cap", 0.0, 1.0, ""),
     noted(r("flows[*].media.expected_overhead_bytes", 0.0, 1000.0, "bytes"), "unset: the headers the packets carry"),
     noted(r("flows[*].media.encoder_lag_ms", 0.0, MAX_MS, "ms"), "0: the encoder follows the target at once"),
     r("flows[*].media.frame_size_noise", 0.0, 10.0, ""),

@@ -270,6 +270,11 @@ pub struct MediaConfig {
     /// block; the receiver recovers from them). Off (the default): no protection
     /// (media/fec/, docs/loss-protection.md).
     pub fec: bool,
+    /// The largest share of the payload rate loss protection takes off the encoder
+    /// (libwebrtc's `kProtectionOverheadRateThreshold`, 0.5, which the field trial
+    /// `WebRTC-ProtectionOverheadRateThreshold` replaces). Needs `fec` (docs/fidelity.md,
+    /// round 6, for what Chromium does).
+    pub fec_overhead_cap: f64,
     /// The encoder at low rates: the smallest delta frame, kbit, at the source resolution
     /// (`width` × `height`), as the encoder's highest quantizer makes it for this content.
     /// Below that budget the encoder drops frames as libvpx does, instead of shrinking them.
@@ -307,7 +312,7 @@ impl Default for MediaConfig {
             fps: 30.0, min_kbps: 150.0, max_kbps: 5000.0, start_kbps: 300.0, encoder_lag_ms: 300.0,
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
             max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
-            quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false,
+            quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false, fec_overhead_cap: 0.5,
             frame_floor_kbit: 0.0, quality_scaler: false, width: 640, height: 360, encoder_min_kbps: None, expected_overhead_bytes: None, preset: None,
         }
     }
@@ -405,6 +410,9 @@ impl Scenario {
             }
             if let Some(e) = m.encoder_min_kbps {
                 if e > m.max_kbps { return Err(ConfigError::new(format!("{p}.media.encoder_min_kbps"), "must be ≤ max_kbps")); }
+            }
+            if m.fec_overhead_cap != 0.5 && !m.fec {
+                return Err(ConfigError::new(format!("{p}.media.fec_overhead_cap"), "needs media.fec = true (it caps what the protection takes)"));
             }
             if m.quality_scaler && m.frame_floor_kbit <= 0.0 {
                 return Err(ConfigError::new(format!("{p}.media.quality_scaler"), "needs media.frame_floor_kbit > 0 (the scaler reacts to the frames the floor drops)"));

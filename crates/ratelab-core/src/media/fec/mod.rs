@@ -16,7 +16,8 @@ use crate::media::exp_filter::ExpFilter;
 use protection::{nack_fec_protection, Inputs, LossFilter, Protection};
 use std::collections::VecDeque;
 
-/// `kProtectionOverheadRateThreshold`: the protection share taken off the encoder is capped.
+/// `kProtectionOverheadRateThreshold`: the protection share taken off the encoder is capped
+/// (the default of [`FecSender::with_overhead_cap`]).
 pub const MAX_OVERHEAD_SHARE: f64 = 0.5;
 /// The send-rate statistics' window (`RateStatistics`, 1 s).
 const RATE_WINDOW: Duration = Duration::from_secs(1);
@@ -46,6 +47,7 @@ pub struct FecSender {
     /// (time, video bytes, FEC bytes) sent in the last second.
     sent: VecDeque<(Time, i64, i64)>,
     share: f64,
+    overhead_cap: f64,
     protection: Protection,
     /// Video and FEC bytes sent so far (wire sizes).
     pub video_bytes: Bytes,
@@ -57,8 +59,15 @@ impl FecSender {
         FecSender {
             fps, max_payload: max_payload as f64, filter: LossFilter::default(), packets_per_frame: ExpFilter::new(0.9999), packets_per_key_frame: ExpFilter::new(0.9999),
             last_frame_update: None, last_key_update: None, generator: UlpfecGenerator::new(), loss255: 0, lost: 0, expected: 0, next_loss_update: None,
-            rtt: Duration::ZERO, resolution, sent: VecDeque::new(), share: 0.0, protection: Protection::default(), video_bytes: Bytes::ZERO, fec_bytes: Bytes::ZERO,
+            rtt: Duration::ZERO, resolution, sent: VecDeque::new(), share: 0.0, overhead_cap: MAX_OVERHEAD_SHARE, protection: Protection::default(), video_bytes: Bytes::ZERO, fec_bytes: Bytes::ZERO,
         }
+    }
+
+    /// Cap the protection share at `cap` instead of libwebrtc's 0.5 (the field trial
+    /// `WebRTC-ProtectionOverheadRateThreshold`, `media.fec_overhead_cap`).
+    pub fn with_overhead_cap(mut self, cap: f64) -> Self {
+        self.overhead_cap = cap.clamp(0.0, 1.0);
+        self
     }
 
     /// `FecControllerDefault::UpdateWithEncodedData`: packets per delta / key frame.
@@ -112,11 +121,11 @@ impl FecSender {
         self.generator.set_protection(self.protection);
         self.purge(now);
         let (video, fec) = self.sent.iter().fold((0i64, 0i64), |(v, f), &(_, a, b)| (v + a, f + b));
-        self.share = if video + fec > 0 { (fec as f64 / (video + fec) as f64).min(MAX_OVERHEAD_SHARE) } else { 0.0 };
+        self.share = if video + fec > 0 { (fec as f64 / (video + fec) as f64).min(self.overhead_cap) } else { 0.0 };
     }
 
     /// Share of the rate the encoder does not get ((FEC + retransmissions) sent / all video sent,
-    /// capped at 50 %).
+    /// capped at 50 % unless [`FecSender::with_overhead_cap`] says otherwise).
     pub fn overhead_share(&self) -> f64 { self.share }
     pub fn protection(&self) -> Protection { self.protection }
 
@@ -173,6 +182,17 @@ mod tests {
         s.on_fec_sent(t(0), Bytes::new(12_500));
         s.on_bitrate_update(t(10), Bitrate::from_kbps(130));
         assert_eq!(s.overhead_share(), 0.5);
+        // The field trial's cap: 0.25 of the payload at most, and the share below it as sent.
+        let mut s = FecSender::new(30.0, 1000, (640, 360)).with_overhead_cap(0.25);
+        s.on_media_sent(t(0), 0, t(0), false, true, Bytes::new(12_500), Bytes::new(12_460));
+        s.on_fec_sent(t(0), Bytes::new(12_500));
+        s.on_bitrate_update(t(10), Bitrate::from_kbps(130));
+        assert_eq!(s.overhead_share(), 0.25);
+        let mut s = FecSender::new(30.0, 1000, (640, 360)).with_overhead_cap(0.8);
+        s.on_media_sent(t(0), 0, t(0), false, true, Bytes::new(30_000), Bytes::new(29_960));
+        s.on_fec_sent(t(0), Bytes::new(10_000));
+        s.on_bitrate_update(t(10), Bitrate::from_kbps(130));
+        assert_eq!(s.overhead_share(), 0.25, "10 of 40 kB: below the cap, as sent");
     }
 
     /// 1 in 20 lost = 12.8/256 → 12; needs 20 packets before a fraction is reported.
