@@ -503,6 +503,18 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_protection_cap_needs_fec_and_a_share() {
+        let mut v = base();
+        v["flows"][0]["media"] = serde_json::json!({"fec_overhead_cap": 0.6});
+        let e = Scenario::from_json(&v.to_string()).unwrap_err();
+        assert!(e.to_string().contains("flows[0].media.fec_overhead_cap") && e.to_string().contains("needs media.fec"), "{e}");
+        v["flows"][0]["media"]["fec"] = serde_json::json!(true);
+        Scenario::from_json(&v.to_string()).unwrap().validate().unwrap();
+        v["flows"][0]["media"]["fec_overhead_cap"] = serde_json::json!(0.0);
+        assert!(Scenario::from_json(&v.to_string()).is_err(), "0 is outside (0, 1]");
+    }
+
     /// `media.preset = "chromium"` is the nine settings of docs/fidelity.md, keys set by hand
     /// win, and an unknown name is reported at its path.
     #[test]
