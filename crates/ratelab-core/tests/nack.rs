@@ -40,6 +40,7 @@ fn nack_off_is_the_run_without_the_setting() {
 
 #[test]
 fn nack_repairs_frames_under_random_loss_at_the_cost_of_the_lost_share() {
+    let mut gained = 0;
     for seed in 1..=3 {
         let (off, _) = run(Some(false), seed);
         let (on, rtx) = run(Some(true), seed);
@@ -48,7 +49,10 @@ fn nack_repairs_frames_under_random_loss_at_the_cost_of_the_lost_share() {
         // 450 frames; without NACK about 28 % are never shown (a lost packet makes its frame
         // undecodable), with it the lost packets come back and only frames that completed while
         // an earlier one waited are skipped (docs/models/nack.md).
-        assert!(r_on >= r_off + 15, "seed {seed}: frames rendered {r_off} without NACK, {r_on} with");
+        // (With NACK alone the encoder also gives up the retransmission share, libwebrtc's kNack
+        // method, so fewer bytes per frame: at least 10 more frames per seed, 45 over the three.)
+        assert!(r_on >= r_off + 10, "seed {seed}: frames rendered {r_off} without NACK, {r_on} with");
+        gained += r_on - r_off;
         // Each lost media packet is resent about once (a lost RTX is resent again): RTX bytes ≈
         // loss / (1 − loss) × media bytes sent; 5 % → 5.3 %. Accept 3.5–8 % (padding and
         // probes count in bytes_sent; retransmitted copies of late originals add a little).
@@ -61,6 +65,7 @@ fn nack_repairs_frames_under_random_loss_at_the_cost_of_the_lost_share() {
         // (~217 ms) where the no-NACK model's concealment shows the next frame at once.
         println!("seed {seed}: freezes {} → {}, frames {r_off} → {r_on}, RTX {rtx_packets} packets", off.freeze_count.unwrap(), on.freeze_count.unwrap());
     }
+    assert!(gained >= 45, "frames NACK gave back over three seeds: {gained}");
 }
 
 #[test]

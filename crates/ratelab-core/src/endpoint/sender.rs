@@ -103,7 +103,8 @@ pub struct MediaSender {
     /// libwebrtc's send frame rate, refreshed at every frame tick while a model reads it
     /// (`media.fec`, `media.expected_overhead_bytes`; endpoint/rate.rs).
     send_frame_rate: SendFrameRate,
-    /// libwebrtc's loss protection (`media.fec`): ULPFEC packets and the encoder's share.
+    /// libwebrtc's loss protection (`media.fec`): ULPFEC packets and the encoder's share; with
+    /// `media.nack` alone, the retransmission share only ([`FecSender::nack_only`]).
     fec: Option<FecSender>,
     /// The flow's next RTP (media) sequence number.
     next_media_seq: u64,
@@ -148,7 +149,7 @@ impl MediaSender {
         self.in_flight_timeout = Some(in_flight_timeout);
     }
 
-    /// Turn on loss protection (`media.fec`) before the start.
+    /// Turn on loss protection (`media.fec`, or NACK's share alone) before the start.
     pub fn set_fec(&mut self, fec: FecSender) { self.fec = Some(fec); }
     pub fn fec(&self) -> Option<&FecSender> { self.fec.as_ref() }
     /// Take libwebrtc's expected overhead off the target instead of the measured header share

@@ -176,7 +176,12 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         audio: AudioStream::new(mc.audio_kbps, mc.audio_frame_ms, header),
     });
     if mc.nack { sender.enable_nack(); }
-    if mc.fec { sender.set_fec(FecSender::new(mc.fps, mc.max_payload_bytes, (mc.width, mc.height)).with_overhead_cap(mc.fec_overhead_cap)); }
+    if mc.fec {
+        sender.set_fec(FecSender::new(mc.fps, mc.max_payload_bytes, (mc.width, mc.height)).with_overhead_cap(mc.fec_overhead_cap));
+    } else if mc.nack {
+        // libwebrtc's kNack method: no FEC, but retransmissions are protection overhead.
+        sender.set_fec(FecSender::nack_only(mc.fps, mc.max_payload_bytes, (mc.width, mc.height)));
+    }
     if let Some(b) = mc.expected_overhead_bytes { sender.set_expected_overhead(Bytes::new(b.round() as i64)); }
     Ok(MediaFlow { sender, receiver: build_media_receiver(fc, built.receiver, None) })
 }

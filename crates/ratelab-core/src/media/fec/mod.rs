@@ -2,6 +2,8 @@
 //! hybrid NACK/FEC method (docs/loss-protection.md). [`FecSender`] is
 //! `FecControllerDefault` + the ULPFEC generator: it turns loss and RTT into protection
 //! factors, the encoder's share of the rate, and FEC packets after each protected block.
+//! With NACK alone ([`FecSender::nack_only`], libwebrtc's `kNack` method) there are no FEC
+//! packets, but the retransmission rate is still protection overhead taken off the encoder.
 
 pub mod generator;
 pub mod hybrid;
@@ -48,6 +50,8 @@ pub struct FecSender {
     sent: VecDeque<(Time, i64, i64)>,
     share: f64,
     overhead_cap: f64,
+    /// libwebrtc's `kNack` method: no FEC, only the retransmission share.
+    nack_only: bool,
     protection: Protection,
     /// Video and FEC bytes sent so far (wire sizes).
     pub video_bytes: Bytes,
@@ -59,8 +63,15 @@ impl FecSender {
         FecSender {
             fps, max_payload: max_payload as f64, filter: LossFilter::default(), packets_per_frame: ExpFilter::new(0.9999), packets_per_key_frame: ExpFilter::new(0.9999),
             last_frame_update: None, last_key_update: None, generator: UlpfecGenerator::new(), loss255: 0, lost: 0, expected: 0, next_loss_update: None,
-            rtt: Duration::ZERO, resolution, sent: VecDeque::new(), share: 0.0, overhead_cap: MAX_OVERHEAD_SHARE, protection: Protection::default(), video_bytes: Bytes::ZERO, fec_bytes: Bytes::ZERO,
+            rtt: Duration::ZERO, resolution, sent: VecDeque::new(), share: 0.0, overhead_cap: MAX_OVERHEAD_SHARE, nack_only: false, protection: Protection::default(), video_bytes: Bytes::ZERO, fec_bytes: Bytes::ZERO,
         }
+    }
+
+    /// NACK without FEC (`media.nack` alone): `FecControllerDefault` under the `kNack` method
+    /// returns no protection factors but still takes the retransmission share of the last
+    /// second off the encoder (`UpdateFecRates` returns early only for `kNone`).
+    pub fn nack_only(fps: f64, max_payload: u32, resolution: (u32, u32)) -> Self {
+        FecSender { nack_only: true, ..FecSender::new(fps, max_payload, resolution) }
     }
 
     /// Cap the protection share at `cap` instead of libwebrtc's 0.5 (the field trial
@@ -117,7 +128,7 @@ impl FecSender {
             loss255: filtered, bitrate_kbps: (payload_rate.bps_f64() / 1000.0) as f32, fps: self.fps as f32, rtt_ms: self.rtt.as_us() / 1000, width: self.resolution.0, height: self.resolution.1,
             packets_per_frame: self.packets_per_frame.filtered(), packets_per_key_frame: self.packets_per_key_frame.filtered(),
         };
-        self.protection = nack_fec_protection(&inputs);
+        self.protection = if self.nack_only { Protection::default() } else { nack_fec_protection(&inputs) };
         self.generator.set_protection(self.protection);
         self.purge(now);
         let (video, fec) = self.sent.iter().fold((0i64, 0i64), |(v, f), &(_, a, b)| (v + a, f + b));
@@ -132,6 +143,7 @@ impl FecSender {
     /// A media packet left the pacer: count it and feed the generator.
     pub fn on_media_sent(&mut self, now: Time, frame: u64, capture: Time, keyframe: bool, last: bool, wire: Bytes, payload: Bytes) -> Option<FecBlock> {
         self.record(now, wire.get(), 0);
+        if self.nack_only { return None; }
         self.generator.on_media_sent(frame, capture, keyframe, last, wire, payload)
     }
 
@@ -170,6 +182,22 @@ mod tests {
             PacketResult { sent, recv_time: (lost_every == 0 || seq % lost_every != 0).then(|| Time::from_ms(at - 20)) }
         }).collect();
         TransportFeedback { feedback_time: Time::from_ms(at), packets, ..Default::default() }
+    }
+
+    /// NACK alone: retransmissions sent are taken off the encoder as FEC would be, and no FEC
+    /// block is ever made, whatever the loss.
+    #[test]
+    fn nack_only_takes_the_retransmission_share_and_makes_no_fec() {
+        let t = Time::from_ms;
+        let mut s = FecSender::nack_only(15.0, 1200, (640, 360));
+        assert!(s.on_feedback(&fb(1200, 0, 40, 4)), "10 of 40 lost");
+        for k in 0..30u64 {
+            assert_eq!(s.on_media_sent(t(1200 + 10 * k as i64), k, t(1200), k == 0, true, Bytes::new(1000), Bytes::new(960)), None);
+        }
+        s.on_retransmission_sent(t(1500), Bytes::new(10_000));
+        s.on_bitrate_update(t(1600), Bitrate::from_kbps(300));
+        assert_eq!((s.protection().delta, s.protection().key), (0, 0));
+        assert!((s.overhead_share() - 0.25).abs() < 1e-12, "10 of 40 kB: {}", s.overhead_share());
     }
 
     /// libwebrtc `fec_controller_unittest.cc` `ProtectsUsingFecBitrate`: as much FEC as video
