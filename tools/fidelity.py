@@ -138,9 +138,9 @@ def run_all(a: argparse.Namespace) -> int:
     for c in contenders:
         if c not in CONTENDERS:
             raise Bad(f"error: --contender: unknown contender '{c}' (known: {', '.join(CONTENDERS)})")
-    out.mkdir(parents=True, exist_ok=True)
     browser = {"width": a.width, "height": a.height, "fps": a.fps, "complexity": a.complexity}
-    browser.update(browser_options(a.browser))
+    browser.update(browser_options(a.browser))  # checked before anything is written
+    out.mkdir(parents=True, exist_ok=True)
     with realtime_lock(out, any(CONTENDERS[c][0] != "sim" for c in contenders)):
         for case in chosen:
             sc = scenario_of(case, a.duration_cap)

@@ -181,3 +181,55 @@ def test_a_complete_run_folder_is_not_run_again(tmp_path, monkeypatch):
     args = SimpleNamespace(duration_cap=None, same_fps=True)
     assert T.one_run(tmp_path / "const-500k" / "chromium", "r1", case, SimpleNamespace(duration_s=100.0), "browser",
                      "chromium", {}, args) is True
+
+
+def load_tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_browser_options_are_checked_before_any_run(tmp_path, capsys):
+    T = tool()
+    assert T.browser_options(["fec=false", 'codec="VP9"', "max_kbps=800"]) == {"fec": False, "codec": "VP9", "max_kbps": 800}
+    for bad, says in (("fec", "expected KEY=VALUE"), ("fec=no", "not a TOML value"), ("fecc=true", "fecc: unknown parameter"),
+                      ("fec=1", "fec: 1 is not true or false")):
+        with pytest.raises(T.Bad) as e:
+            T.browser_options([bad])
+        assert str(e.value).startswith("error: --browser") and says in str(e.value), str(e.value)
+    assert T.main(["run", "--out", str(tmp_path / "o"), "--cases", "const-500k", "--browser", "fec=maybe"]) == 2
+    assert not (tmp_path / "o").exists()
+
+
+def test_ulpfec_packets_are_told_from_media_by_timestamp_and_marker():
+    """libwebrtc sends a frame's ULPFEC packets after the frame's marker packet, on the media SSRC
+    with the frame's timestamp and no marker; RTX is another SSRC (by hand)."""
+    S = load_tool("fidelity_fec_share")
+    media, rtx = 0xA, 0xB
+    #          frame 1 (2 packets) + 1 FEC | frame 2 (1 packet) + 2 FEC | RTX | frame 3 starts, FEC of 2 late
+    ssrc = np.array([media, media, media, media, media, media, rtx, media, media, media])
+    marker = np.array([0, 1, 0, 1, 0, 0, 1, 0, 0, 1], dtype=bool)
+    ts = np.array([100, 100, 100, 200, 200, 200, 100, 300, 200, 300])
+    assert S.classify(ssrc, marker, ts).tolist() == [0, 0, 1, 0, 1, 1, 2, 0, 1, 0]
+    assert S.classify(ssrc[:0], marker[:0], ts[:0]).tolist() == []
+
+
+def test_freeze_causes_of_a_hand_made_run(tmp_path):
+    """Three freezes: one with the encoder at 2 frames/s, one after a 300 ms delivery gap, one
+    with steady arrivals and nothing lost."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    C = load_tool("fidelity_freeze_causes")
+    t = np.arange(0, 30, 0.25)
+    fps = np.where((t >= 3) & (t < 6), 2.0, 15.0)
+    freezes = (t >= 5.5).astype(float) + (t >= 15.0) + (t >= 25.0)
+    pq.write_table(pa.table({"t_s": t, "flow": np.zeros(len(t), np.uint32), "fps": fps, "freezes": freezes}), tmp_path / "series.parquet")
+    recv = np.arange(0, 30, 0.02)
+    recv = recv[~((recv > 14.5) & (recv < 14.8))]  # a 300 ms gap before the second freeze
+    pq.write_table(pa.table({"flow": np.zeros(len(recv), np.uint32), "send_s": recv - 0.05, "recv_s": recv,
+                             "lost": np.zeros(len(recv), bool)}), tmp_path / "packets.parquet")
+    got = C.classify_run(str(tmp_path / "series.parquet"), str(tmp_path / "packets.parquet"))
+    assert got == {"encoder": 1, "network gap": 1, "none": 1}
