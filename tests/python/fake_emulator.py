@@ -86,8 +86,8 @@ class Handle:
         flat = self._drain_flat()
         data = flat["leg"] == 0
         packets = {k: flat[k][data] for k in ("route", "arrival_s", "size", "queue_ms", "delivered_s")}
-        for k in ("ssrc", "seq", "pt", "marker", "ts"):
-            packets["timestamp" if k == "ts" else k] = flat[f"rtp_{k}"][data]
+        for k, col in (("ssrc", "rtp_ssrc"), ("seq", "rtp_seq"), ("pt", "rtp_pt"), ("marker", "rtp_marker"), ("timestamp", "rtp_ts")):
+            packets[k] = flat[col][data]
         packets["fate"] = ["queue" if d else "" for d in flat["dropped"][data]]
         return {"packets": packets, "links": {}, "discarded": 0}
 

@@ -3,6 +3,7 @@
 //! shape; unknown keys and wrong types are errors that name the field.
 
 use crate::error::ConfigError;
+use crate::media::fec::MAX_OVERHEAD_SHARE;
 use crate::media::quality::QualityModel;
 
 pub mod limits;
@@ -312,7 +313,7 @@ impl Default for MediaConfig {
             fps: 30.0, min_kbps: 150.0, max_kbps: 5000.0, start_kbps: 300.0, encoder_lag_ms: 300.0,
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
             max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
-            quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false, fec_overhead_cap: 0.5,
+            quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false, fec_overhead_cap: MAX_OVERHEAD_SHARE,
             frame_floor_kbit: 0.0, quality_scaler: false, width: 640, height: 360, encoder_min_kbps: None, expected_overhead_bytes: None, preset: None,
         }
     }
@@ -411,7 +412,7 @@ impl Scenario {
             if let Some(e) = m.encoder_min_kbps {
                 if e > m.max_kbps { return Err(ConfigError::new(format!("{p}.media.encoder_min_kbps"), "must be ≤ max_kbps")); }
             }
-            if m.fec_overhead_cap != 0.5 && !m.fec {
+            if m.fec_overhead_cap != MAX_OVERHEAD_SHARE && !m.fec {
                 return Err(ConfigError::new(format!("{p}.media.fec_overhead_cap"), "needs media.fec = true (it caps what the protection takes)"));
             }
             if m.quality_scaler && m.frame_floor_kbit <= 0.0 {
