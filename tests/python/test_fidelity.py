@@ -233,3 +233,22 @@ def test_freeze_causes_of_a_hand_made_run(tmp_path):
                              "lost": np.zeros(len(recv), bool)}), tmp_path / "packets.parquet")
     got = C.classify_run(str(tmp_path / "series.parquet"), str(tmp_path / "packets.parquet"))
     assert got == {"encoder": 1, "network gap": 1, "none": 1}
+
+
+def test_adjuster_replay_factor_by_hand():
+    """The replayed adjuster (tools/fidelity_adjuster_replay.py) follows libwebrtc's rules: 1.2
+    for 30 frames, then the mean charge over 3 s; a resolution change starts it over."""
+    R = load_tool("fidelity_adjuster_replay")
+    fps, rate = 15.0, 150_000.0
+    ideal = rate / fps
+    t = np.arange(60) / fps
+    # 20 % overshoot on every frame: the bucket keeps 0.2 ideal after each interval's drain and
+    # the next frame is charged it, 1.2; frames exactly ideal are charged nothing.
+    over = R.replay_factor(t, np.full(60, 1.2 * ideal), lambda _: rate, lambda _: 640.0, fps, np.array([1.0, 3.9]))
+    assert over[0] == 1.2 and abs(over[1] - 1.2) < 1e-6
+    exact = R.replay_factor(t, np.full(60, ideal), lambda _: rate, lambda _: 640.0, fps, np.array([1.9, 3.9]))
+    assert exact[0] == 1.2, "29 frames: the default"
+    assert abs(exact[1] - 1.0) < 1e-9, "30 and more frames on target: 1"
+    # A new width at 2 s: 30 frames counted again from there.
+    moved = R.replay_factor(t, np.full(60, ideal), lambda _: rate, lambda x: 640.0 if x < 2.0 else 480.0, fps, np.array([3.9]))
+    assert moved[0] == 1.2

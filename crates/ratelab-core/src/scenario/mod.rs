@@ -286,6 +286,11 @@ pub struct MediaConfig {
     /// below 320x180) while frames are dropped or their QP is high, up when it is low. Needs
     /// `frame_floor_kbit`.
     pub quality_scaler: bool,
+    /// libwebrtc's encoder bitrate adjuster (`EncoderBitrateAdjuster`, on by default in today's
+    /// libwebrtc): the encoder gets the target divided by the overshoot it measured over the
+    /// last 3 s (1.2 for the first 30 frames after each reconfiguration, e.g. a resolution
+    /// step), between 1 and 2 (media/encoder/adjuster.rs, docs/models/encoder.md).
+    pub bitrate_adjuster: bool,
     /// The source's resolution (used by `frame_floor_kbit` and `quality_scaler`).
     pub width: u32,
     pub height: u32,
@@ -314,7 +319,7 @@ impl Default for MediaConfig {
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
             max_payload_bytes: 1200, header_bytes: 40, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
             quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false, fec_overhead_cap: MAX_OVERHEAD_SHARE,
-            frame_floor_kbit: 0.0, quality_scaler: false, width: 640, height: 360, encoder_min_kbps: None, expected_overhead_bytes: None, preset: None,
+            frame_floor_kbit: 0.0, quality_scaler: false, bitrate_adjuster: false, width: 640, height: 360, encoder_min_kbps: None, expected_overhead_bytes: None, preset: None,
         }
     }
 }
@@ -516,7 +521,7 @@ mod tests {
         assert!(Scenario::from_json(&v.to_string()).is_err(), "0 is outside (0, 1]");
     }
 
-    /// `media.preset = "chromium"` is the nine settings of docs/fidelity.md, keys set by hand
+    /// `media.preset = "chromium"` is the ten settings of docs/fidelity.md, keys set by hand
     /// win, and an unknown name is reported at its path.
     #[test]
     fn a_preset_expands_before_the_schema_and_a_wrong_name_is_named() {
@@ -524,11 +529,11 @@ mod tests {
         v["flows"][0]["media"] = serde_json::json!({"preset": "chromium", "fps": 15, "header_bytes": 60});
         let m = Scenario::from_json(&v.to_string()).unwrap().flows[0].media.clone();
         assert_eq!((m.pacer_burst_ms, m.keyframe_interval_s, m.header_bytes, m.expected_overhead_bytes), (40.0, 200.0, 60, Some(90.0)));
-        assert!(m.fec && m.nack && m.quality_scaler && m.overhead_accounting);
+        assert!(m.fec && m.nack && m.quality_scaler && m.overhead_accounting && m.bitrate_adjuster);
         assert_eq!((m.encoder_min_kbps, m.frame_floor_kbit, m.preset), (Some(30.0), 27.0, Some(presets::SenderPreset::Chromium)));
-        // The same as typing the nine keys of docs/fidelity.md.
+        // The same as typing the ten keys of docs/fidelity.md.
         v["flows"][0]["media"] = serde_json::json!({"fps": 15, "header_bytes": 60, "pacer_burst_ms": 40, "keyframe_interval_s": 200,
-            "expected_overhead_bytes": 90, "fec": true, "nack": true, "encoder_min_kbps": 30, "frame_floor_kbit": 27, "quality_scaler": true});
+            "expected_overhead_bytes": 90, "fec": true, "nack": true, "encoder_min_kbps": 30, "frame_floor_kbit": 27, "quality_scaler": true, "bitrate_adjuster": true});
         let typed = Scenario::from_json(&v.to_string()).unwrap().flows[0].media.clone();
         let (mut a, b) = (serde_json::to_value(&m).unwrap(), serde_json::to_value(&typed).unwrap());
         a["preset"] = serde_json::Value::Null;

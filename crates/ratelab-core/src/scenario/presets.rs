@@ -2,7 +2,7 @@
 //! the keys a flow's `media` table leaves out, so any of them can still be set by hand.
 //!
 //! `"chromium"` is the sender the fidelity study calibrated against Chromium 156's libwebrtc
-//! (docs/fidelity.md, rounds 2-5: each value below says where it comes from). It was measured
+//! (docs/fidelity.md, rounds 2-7: each value below says where it comes from). It was measured
 //! with a high-motion 640x360 source at 15 frames/s; the frame floor scales with the flow's
 //! resolution as the encoder model does.
 
@@ -56,6 +56,8 @@ impl SenderPreset {
                     "encoder_min_kbps": CHROMIUM_ENCODER_MIN_KBPS,
                     "frame_floor_kbit": floor,
                     "quality_scaler": true,
+                    // On by default in today's libwebrtc (`RateControlSettings`); round 7.
+                    "bitrate_adjuster": true,
                 });
                 match v { Value::Object(m) => m, _ => unreachable!() }
             }
@@ -92,6 +94,7 @@ mod tests {
         assert_eq!(m["fec"], json!(true));
         assert_eq!(m["frame_floor_kbit"], json!(27.0));
         assert_eq!(m["expected_overhead_bytes"], json!(90.0));
+        assert_eq!(m["bitrate_adjuster"], json!(true));
     }
 
     #[test]

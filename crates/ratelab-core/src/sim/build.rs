@@ -155,6 +155,7 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         fps: mc.fps, min_rate: mc.encoder_min_kbps.map_or(constraints.min_rate, Bitrate::from_kbps_f64), max_rate: constraints.max_rate, lag: Duration::from_ms_f64(mc.encoder_lag_ms),
         size_noise: mc.frame_size_noise, keyframe_interval: Duration::from_secs_f64(mc.keyframe_interval_s), keyframe_factor: mc.keyframe_factor,
         floor: (mc.frame_floor_kbit > 0.0).then(|| FloorConfig { width: mc.width, height: mc.height, floor_bits: mc.frame_floor_kbit * 1000.0, quality_scaler: mc.quality_scaler }),
+        bitrate_adjuster: mc.bitrate_adjuster,
     };
     let limit_t = Duration::from_ms_f64(mc.pacer_queue_limit_ms);
     let header = Bytes::new(mc.header_bytes as i64);

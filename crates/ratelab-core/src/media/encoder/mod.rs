@@ -2,11 +2,15 @@
 //! rate with a first-order lag, multiplicative size noise and periodic key frames. Key-frame
 //! bits are paid back by the following delta frames (a rate-controlled encoder's virtual
 //! buffer), so the long-run output equals the target. With a frame floor (floor.rs) the
-//! encoder also drops frames it cannot make small enough and steps its resolution down.
+//! encoder also drops frames it cannot make small enough and steps its resolution down. With
+//! libwebrtc's bitrate adjuster (adjuster.rs) the encoder gets its target divided by the
+//! overshoot it has measured.
 
+pub mod adjuster;
 pub mod floor;
 pub mod scaler;
 
+use adjuster::{BitrateAdjuster, REFRESH};
 use floor::{FloorConfig, FrameFloor, DROP_DEBT_S};
 
 use crate::units::{Bitrate, Bytes, Duration, Time};
@@ -29,6 +33,8 @@ pub struct EncoderConfig {
     pub keyframe_factor: f64,
     /// The encoder at low rates (`None`: frames shrink to any target, none is dropped).
     pub floor: Option<FloorConfig>,
+    /// libwebrtc's `EncoderBitrateAdjuster` between the target and the encoder (adjuster.rs).
+    pub bitrate_adjuster: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -41,7 +47,10 @@ pub struct Frame {
 
 pub struct Encoder {
     cfg: EncoderConfig,
+    /// The rate the encoder works to (the requested target, adjusted when the adjuster is on).
     target: f64,
+    /// The target as requested by the sender.
+    requested: f64,
     rate: f64,
     /// Bytes produced above the nominal budget, repaid by later frames.
     debt: f64,
@@ -50,6 +59,10 @@ pub struct Encoder {
     noise: Normal<f64>,
     rng: ChaCha8Rng,
     floor: Option<FrameFloor>,
+    adjuster: Option<BitrateAdjuster>,
+    /// The adjustment runs again at the next frame (a new target or a reconfiguration).
+    adjust_due: bool,
+    last_adjust: Option<Time>,
 }
 
 impl Encoder {
@@ -57,14 +70,30 @@ impl Encoder {
         let r = start_rate.max(cfg.min_rate).min(cfg.max_rate).bps_f64();
         let noise = Normal::new(1.0, cfg.size_noise.max(0.0)).unwrap_or_else(|_| Normal::new(1.0, 0.0).expect("valid"));
         let floor = cfg.floor.clone().map(FrameFloor::new);
-        Encoder { cfg, target: r, rate: r, debt: 0.0, next_id: 0, last_keyframe: None, noise, rng: ChaCha8Rng::seed_from_u64(seed), floor }
+        let adjuster = cfg.bitrate_adjuster.then(|| BitrateAdjuster::new(cfg.min_rate.bps_f64()));
+        Encoder {
+            cfg, target: r, requested: r, rate: r, debt: 0.0, next_id: 0, last_keyframe: None, noise, rng: ChaCha8Rng::seed_from_u64(seed), floor,
+            adjuster, adjust_due: true, last_adjust: None,
+        }
     }
 
     pub fn frame_interval(&self) -> Duration { Duration::from_secs_f64(1.0 / self.cfg.fps) }
 
     /// New target from the congestion controller (clamped to the encoder's range).
     pub fn set_target(&mut self, target: Bitrate) {
-        self.target = target.max(self.cfg.min_rate).min(self.cfg.max_rate).bps_f64();
+        self.requested = target.max(self.cfg.min_rate).min(self.cfg.max_rate).bps_f64();
+        if self.adjuster.is_some() { self.adjust_due = true } else { self.target = self.requested }
+    }
+
+    /// The adjuster's pass before a frame: after a new target or a reconfiguration, and at
+    /// least once a second (libwebrtc's `kParameterUpdateIntervalMs`).
+    fn refresh_adjustment(&mut self, now: Time) {
+        let Some(a) = self.adjuster.as_mut() else { return };
+        if self.adjust_due || self.last_adjust.is_none_or(|t| now - t >= REFRESH) {
+            self.target = a.adjust(self.requested, self.cfg.fps, now).max(self.cfg.min_rate.bps_f64()).min(self.cfg.max_rate.bps_f64());
+            self.last_adjust = Some(now);
+            self.adjust_due = false;
+        }
     }
 
     pub fn output_rate(&self) -> Bitrate { Bitrate::from_bps_f64(self.rate) }
@@ -80,6 +109,12 @@ impl Encoder {
 
     /// Encode the frame captured at `now`; `None` when the rate control drops it.
     pub fn encode(&mut self, now: Time) -> Option<Frame> {
+        // A new resolution reconfigures the encoder (a key frame, and a new adjuster).
+        if self.floor.as_mut().is_some_and(|fl| fl.adapt(now)) {
+            self.last_keyframe = None;
+            if let Some(a) = self.adjuster.as_mut() { a.reconfigure(); self.adjust_due = true; }
+        }
+        self.refresh_adjustment(now);
         let dt = 1.0 / self.cfg.fps;
         let tau = self.cfg.lag.as_secs_f64();
         let a = if tau <= 0.0 { 1.0 } else { 1.0 - (-dt / tau).exp() };
@@ -88,7 +123,6 @@ impl Encoder {
         let interval = self.frame_interval();
         let mut min_size = 0.0;
         if let Some(fl) = self.floor.as_mut() {
-            if fl.adapt(now) { self.last_keyframe = None; }
             if self.debt > DROP_DEBT_S * self.rate / 8.0 {
                 // The dropped frame's budget goes to the debt, as libvpx's buffer refills.
                 self.debt = (self.debt - nominal).max(0.0);
@@ -112,9 +146,11 @@ impl Encoder {
         };
         self.debt = (self.debt + size - nominal).max(0.0);
         if let Some(fl) = self.floor.as_mut() { fl.on_encoded(now, nominal * 8.0); }
+        let size = size.round().max(1.0);
+        if let Some(a) = self.adjuster.as_mut() { a.on_encoded(size * 8.0, now); }
         let id = self.next_id;
         self.next_id += 1;
-        Some(Frame { id, capture: now, size: Bytes::new(size.round().max(1.0) as i64), keyframe })
+        Some(Frame { id, capture: now, size: Bytes::new(size as i64), keyframe })
     }
 }
 
@@ -134,7 +170,7 @@ mod tests {
     use super::*;
 
     fn cfg() -> EncoderConfig {
-        EncoderConfig { fps: 30.0, min_rate: Bitrate::from_kbps(100), max_rate: Bitrate::from_kbps(3000), lag: Duration::from_ms(300), size_noise: 0.1, keyframe_interval: Duration::from_secs(10), keyframe_factor: 4.0, floor: None }
+        EncoderConfig { fps: 30.0, min_rate: Bitrate::from_kbps(100), max_rate: Bitrate::from_kbps(3000), lag: Duration::from_ms(300), size_noise: 0.1, keyframe_interval: Duration::from_secs(10), keyframe_factor: 4.0, floor: None, bitrate_adjuster: false }
     }
 
     #[test]
@@ -196,6 +232,26 @@ mod tests {
         let floored = Encoder::new(c, Bitrate::from_kbps(1000), 3);
         let sizes = |mut e: Encoder| (0..600).map(|i| e.encode(Time::from_us(i * 66_667)).map(|f| f.size.get())).collect::<Vec<_>>();
         assert_eq!(sizes(plain), sizes(floored));
+    }
+
+    #[test]
+    fn bitrate_adjuster_starts_at_the_default_factor_then_trusts_an_on_target_encoder() {
+        // No noise, no lag, one key frame: the first 30 frames are asked for 1000 / 1.2; then
+        // the measured factor counts the key frame's first-frame ratio (4.0) once among the
+        // window's frames, so the target stays a little under 1000 until it leaves the 3 s
+        // window, and is exactly 1000 after (every later frame fits its ideal size).
+        let mut c = cfg();
+        c.size_noise = 0.0;
+        c.lag = Duration::ZERO;
+        c.keyframe_interval = Duration::ZERO;
+        c.bitrate_adjuster = true;
+        let mut e = Encoder::new(c, Bitrate::from_kbps(1000), 3);
+        e.encode(Time::ZERO);
+        assert!((e.output_rate().kbps_f64() - 1000.0 / 1.2).abs() < 0.5, "{}", e.output_rate().kbps_f64());
+        for i in 1..30 { e.encode(Time::from_us(i * 33_333)); }
+        assert!((e.output_rate().kbps_f64() - 1000.0 / 1.2).abs() < 0.5, "still the default at 30 frames");
+        for i in 30..200 { e.encode(Time::from_us(i * 33_333)); }
+        assert!((e.output_rate().kbps_f64() - 1000.0).abs() < 1.0, "{}", e.output_rate().kbps_f64());
     }
 
     #[test]
