@@ -26,7 +26,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fidelity_fec_share as fec_share  # noqa: E402
@@ -74,16 +73,10 @@ def replay_factor(frame_t: np.ndarray, frame_bits: np.ndarray, rate_at, widths_a
 
 def analyse(run: Path, fps: float, header: int, cap: float = 0.5) -> np.ndarray:
     """Rows (E, T, R, R/f) per getStats sample after 5 s."""
-    send, size, kind, s = fec_share.load(run)
-    q = pq.read_table(run / "series.parquet")
-    flow0 = q.column("flow").to_numpy() == 0
-    width = q.column("width").to_numpy()[flow0].astype(float)
+    send, size, kind, ts, s = fec_share.load(run)
+    width = s["width"].astype(float)
     ok = np.isfinite(s["target_kbps"]) & np.isfinite(s["encoder_target_kbps"]) & np.isfinite(width)
     t, E, T, width = s["t_s"][ok], s["target_kbps"][ok] * 1e3, s["encoder_target_kbps"][ok] * 1e3, width[ok]
-    p = pq.read_table(run / "packets.parquet")
-    c = {k: p.column(k).to_numpy() for k in ("flow", "send_s", "rtp_ts")}
-    order = np.argsort(c["send_s"][c["flow"] == 0], kind="stable")
-    ts = c["rtp_ts"][c["flow"] == 0][order]
     frames: dict[int, list[float]] = {}
     for stamp, b, x, k in zip(ts, size, send, kind):
         if k == 0:

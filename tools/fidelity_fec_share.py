@@ -47,6 +47,8 @@ def classify(ssrc: np.ndarray, marker: np.ndarray, ts: np.ndarray) -> np.ndarray
 
 
 def load(run: Path, flow: int = 0):
+    """One flow of a run, in send order: send times, sizes, kinds (``classify``), RTP timestamps,
+    and its getStats series columns."""
     p = pq.read_table(run / "packets.parquet")
     if "marker" not in p.column_names:
         raise SystemExit(f"error: {run}/packets.parquet: no RTP marker/timestamp columns (recorded before round 6)")
@@ -56,13 +58,13 @@ def load(run: Path, flow: int = 0):
     send, size = c["send_s"][m][order], c["size"][m][order]
     kind = classify(c["ssrc"][m][order], c["marker"][m][order], c["rtp_ts"][m][order])
     s = pq.read_table(run / "series.parquet")
-    sc = {k: s.column(k).to_numpy() for k in ("flow", "t_s", "target_kbps", "encoder_target_kbps", "fps")}
+    sc = {k: s.column(k).to_numpy() for k in ("flow", "t_s", "target_kbps", "encoder_target_kbps", "fps", "width")}
     sm = sc["flow"] == flow
-    return send, size, kind, {k: v[sm] for k, v in sc.items()}
+    return send, size, kind, c["rtp_ts"][m][order], {k: v[sm] for k, v in sc.items()}
 
 
 def table(run: Path, width: float, t0: float, t1: float) -> None:
-    send, size, kind, s = load(run)
+    send, size, kind, _, s = load(run)
     print("| t s | estimate kbit/s | encoder target | media | ULPFEC | RTX | FEC / (media+FEC) | frames/s |")
     print("|---|---|---|---|---|---|---|---|")
     for a in np.arange(t0, t1, width):
@@ -84,7 +86,7 @@ def summary(out: str) -> int:
         return 2
     print("| run | media kB | ULPFEC kB | RTX kB | FEC / (media+FEC) |\n|---|---|---|---|---|")
     for r in runs:
-        send, size, kind, _ = load(Path(r).parent)
+        send, size, kind, _, _ = load(Path(r).parent)
         kb = [size[kind == k].sum() / 1e3 for k in (0, 1, 2)]
         name = "/".join(Path(r).parts[-5:-1])
         print(f"| {name} | {kb[0]:.0f} | {kb[1]:.0f} | {kb[2]:.0f} | {kb[1] / max(kb[0] + kb[1], 1e-9):.3f} |")

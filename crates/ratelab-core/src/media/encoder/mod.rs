@@ -90,7 +90,8 @@ impl Encoder {
     fn refresh_adjustment(&mut self, now: Time) {
         let Some(a) = self.adjuster.as_mut() else { return };
         if self.adjust_due || self.last_adjust.is_none_or(|t| now - t >= REFRESH) {
-            self.target = a.adjust(self.requested, self.cfg.fps, now).max(self.cfg.min_rate.bps_f64()).min(self.cfg.max_rate.bps_f64());
+            // `requested` is inside [min, max] and the adjuster keeps to [min, requested].
+            self.target = a.adjust(self.requested, self.cfg.fps, now);
             self.last_adjust = Some(now);
             self.adjust_due = false;
         }
