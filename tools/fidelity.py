@@ -14,7 +14,8 @@ two invocations apart), and each records the 1-min load average and the core cou
 after, and the browser's CPU-limitation flags. A case the browser cannot run yet (several flows
 or the reverse direction need the routed emulator) is recorded in ``refused.txt`` and skipped;
 a rerun tries it again. ``report`` turns the folders into docs/fidelity/table.md, runs.csv and
-one figure per case (metrics: python/ratelab/report/fidelity.py).
+one figure per case (metrics: python/ratelab/report/fidelity.py); ``score`` judges a simulator
+variant against the real runs recorded in a runs.csv (tools/fidelity_score.py).
 """
 
 from __future__ import annotations
@@ -331,8 +332,44 @@ def case_capacity(runs: dict[str, list[Loaded]]):
     return None
 
 
+@dataclass
+class Measured:
+    """A case's complete runs with their metrics, and what the report needs beside them."""
+
+    runs: dict[str, list[Loaded]]
+    refused: dict[str, str]
+    capacity: Any
+    #: Grid bins every run has.
+    n: int
+    flows: list[int]
+    duration: float
+
+
+def measured_case(out: Path, case: Case) -> Measured | None:
+    """The case's runs in ``out`` with their metrics; None when it has none, or no simulator
+    run to give the capacity (said on stderr)."""
+    from ratelab.report import fidelity as F
+
+    runs, refused = load_case(out, case)
+    if not runs and not refused:
+        return None
+    cap = case_capacity(runs)
+    if cap is None:
+        print(f"fidelity: {case.name}: no simulator run, no capacity reference: skipped", file=sys.stderr)
+        return None
+    durs = {lo.meta["duration_s"] for v in runs.values() for lo in v}
+    n = min(len(lo.grid["delivered"]) for v in runs.values() for lo in v)
+    sc = scenario_of(case, min(durs))
+    flows = forward_flows(sc)
+    steps = F.steps_of(sc.data.get("link") or {}, min(durs))
+    for lst in runs.values():
+        for lo in lst:
+            lo.metrics = F.run_metrics(lo.grid, cap[:len(lo.grid["delivered"])], lo.summary_run, flows, steps,
+                                       ceiling_kbps=ceiling(sc))
+    return Measured(runs, refused, cap, n, flows, min(durs))
+
+
 def report(a: argparse.Namespace) -> int:
-    import numpy as np
     from ratelab.report import fidelity as F
 
     out, docs = Path(a.out), Path(a.docs)
@@ -341,22 +378,10 @@ def report(a: argparse.Namespace) -> int:
     docs.mkdir(parents=True, exist_ok=True)
     rows, goals, per_run, gaps = [], [], [], []
     for case in select(a.cases):
-        runs, refused = load_case(out, case)
-        if not runs and not refused:
+        m = measured_case(out, case)
+        if m is None:
             continue
-        cap = case_capacity(runs)
-        if cap is None:
-            print(f"fidelity: {case.name}: no simulator run, no capacity reference: skipped", file=sys.stderr)
-            continue
-        durs = {lo.meta["duration_s"] for v in runs.values() for lo in v}
-        n = min(len(lo.grid["delivered"]) for v in runs.values() for lo in v)
-        sc = scenario_of(case, min(durs))
-        flows = forward_flows(sc)
-        steps = F.steps_of(sc.data.get("link") or {}, min(durs))
-        for c, lst in runs.items():
-            for lo in lst:
-                lo.metrics = F.run_metrics(lo.grid, cap[:len(lo.grid["delivered"])], lo.summary_run, flows, steps,
-                                           ceiling_kbps=ceiling(sc))
+        runs, refused, cap, n, flows = m.runs, m.refused, m.capacity, m.n, m.flows
         real_target = {c: _targets(runs.get(c, []), flows, n) for c in ("chromium", "live-gcc", "live-ratelab-cc")}
         for c in CONTENDERS:
             lst = runs.get(c, [])
@@ -380,11 +405,12 @@ def report(a: argparse.Namespace) -> int:
                                 "cpu_limited_fraction": lo.meta.get("cpu_limited_fraction", ""),
                                 "source_fps": lo.meta.get("source_fps", ""), **emulator_lateness(lo),
                                 **{k: round(v, 3) for k, v in lo.metrics.items()}})
-        met, why = F.goal(_by_metric(runs.get("sim-gcc", [])), _by_metric(runs.get("chromium", [])))
+        sim, real = by_metric(runs.get("sim-gcc", [])), by_metric(runs.get("chromium", []))
+        met, why = F.goal(sim, real)
         goals.append((case, met, why))
-        gaps.append((case, _gaps(runs.get("sim-gcc", []), runs.get("chromium", []))))
+        gaps.append((case, mean_gaps(sim, real)))
         if a.figures:
-            figure(case, runs, cap, n, docs / f"{case.name}.png", min(durs))
+            figure(case, runs, cap, n, docs / f"{case.name}.png", m.duration)
     (docs / "table.md").write_text(table_md(rows, goals, a) + gaps_md(gaps, goals))
     with (docs / "runs.csv").open("w", newline="") as fh:
         if per_run:
@@ -392,7 +418,6 @@ def report(a: argparse.Namespace) -> int:
             w.writeheader()
             w.writerows(per_run)
     print(f"fidelity: wrote {docs / 'table.md'}, {docs / 'runs.csv'} and {len(goals) if a.figures else 0} figures", file=sys.stderr)
-    del np
     return 0
 
 
@@ -429,8 +454,12 @@ def _mare(lo: Loaded, flows: list[int], n: int, real) -> float:
     return F.median_abs_rel_error(np.concatenate([lo.grid[f"target{f}"][:n] for f in flows]), real)
 
 
-def _by_metric(lst: list[Loaded]) -> dict[str, list[float]]:
-    return {k: [lo.metrics[k] for lo in lst] for k in ("utilization", "queue_p95_ms", "freezes")}
+GAP_METRICS = ("utilization", "queue_mean_ms", "queue_p95_ms", "freezes")
+
+
+def by_metric(lst: list[Loaded]) -> dict[str, list[float]]:
+    """The goal's and the gaps' metrics of a contender's runs, one value per run."""
+    return {k: [lo.metrics[k] for lo in lst] for k in GAP_METRICS}
 
 
 def _fmt(s, digits: int = 0) -> str:
@@ -470,15 +499,12 @@ def table_md(rows: list[dict[str, Any]], goals, a) -> str:
     return "\n".join(lines) + "\n"
 
 
-GAP_METRICS = ("utilization", "queue_mean_ms", "queue_p95_ms", "freezes")
-
-
-def _gaps(sim: list[Loaded], real: list[Loaded]) -> dict[str, float]:
+def mean_gaps(sim: dict[str, list[float]], real: dict[str, list[float]]) -> dict[str, float]:
     """|mean over sim seeds − mean over real repeats| per metric (NaN without both sides)."""
     out = {}
     for k in GAP_METRICS:
-        sv = [lo.metrics[k] for lo in sim if math.isfinite(lo.metrics.get(k, math.nan))]
-        rv = [lo.metrics[k] for lo in real if math.isfinite(lo.metrics.get(k, math.nan))]
+        sv = [x for x in sim.get(k, []) if math.isfinite(x)]
+        rv = [x for x in real.get(k, []) if math.isfinite(x)]
         out[k] = abs(sum(sv) / len(sv) - sum(rv) / len(rv)) if sv and rv else math.nan
     return out
 
@@ -587,6 +613,14 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--docs", default=str(ROOT / "docs" / "fidelity"))
     q.add_argument("--cases", help="regular expression on case names")
     q.add_argument("--no-figures", dest="figures", action="store_false", help="the table and runs.csv only")
+    g = sub.add_parser("score", help="a simulator variant's goal per case against real runs recorded in a runs.csv")
+    g.add_argument("--out", required=True, help="the variant's run folder (tools/fidelity.py run --contender sim-gcc ...)")
+    g.add_argument("--real", default=str(ROOT / "docs" / "fidelity" / "full" / "runs.csv"),
+                   help="a runs.csv written by report (default: the committed Chromium study)")
+    g.add_argument("--real-contender", default="chromium", help="the real side in --real (default chromium)")
+    g.add_argument("--sim", default="sim-gcc", help="the simulated side in --out (default sim-gcc)")
+    g.add_argument("--cases", help="regular expression on case names")
+    g.add_argument("--md", help="also write the Markdown here")
     try:
         a = p.parse_args(argv)
         if a.cmd == "run":
@@ -597,6 +631,11 @@ def main(argv: list[str] | None = None) -> int:
             return run_all(a)
         if a.cmd == "report":
             return report(a)
+        if a.cmd == "score":
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            sys.modules["fidelity"] = sys.modules[__name__]  # one module, one Bad, when run as a script
+            import fidelity_score
+            return fidelity_score.score(a)
         if a.cmd == "evidence":
             sys.path.insert(0, str(Path(__file__).resolve().parent))
             import fidelity_evidence as E

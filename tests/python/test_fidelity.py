@@ -252,3 +252,37 @@ def test_adjuster_replay_factor_by_hand():
     # A new width at 2 s: 30 frames counted again from there.
     moved = R.replay_factor(t, np.full(60, ideal), lambda _: rate, lambda x: 640.0 if x < 2.0 else 480.0, fps, np.array([3.9]))
     assert moved[0] == 1.2
+
+
+def test_score_judges_simulator_runs_against_a_runs_csv(tmp_path, capsys):
+    """``score`` applies item 4's rule to fresh simulator runs and real rows from a runs.csv:
+    the same numbers as real runs pass, utilization 10 points off fails, bad input is one line."""
+    T = tool()
+    out = tmp_path / "variant"
+    assert T.main(["run", "--out", str(out), "--cases", "^const-500k$", "--contender", "sim-gcc",
+                   "--seeds", "1", "--duration-cap", "6"]) == 0
+    m = T.measured_case(out, next(c for c in T.cases() if c.name == "const-500k"))
+    sim = m.runs["sim-gcc"][0].metrics
+    fields = ["case", "split", "contender", "rep", *T.GAP_METRICS]
+
+    def runs_csv(path, util_offset):
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=fields)
+            w.writeheader()
+            for rep in ("r1", "r2"):
+                w.writerow({"case": "const-500k", "split": "-", "contender": "chromium", "rep": rep,
+                            **{k: sim[k] for k in T.GAP_METRICS}, "utilization": sim["utilization"] + util_offset})
+        return path
+
+    assert T.main(["score", "--out", str(out), "--real", str(runs_csv(tmp_path / "same.csv", 0.0))]) == 0
+    text = capsys.readouterr().out
+    assert "| const-500k | - |" in text and "| pass |" in text and "Goal met on 1 of 1 cases." in text
+    assert T.main(["score", "--out", str(out), "--real", str(runs_csv(tmp_path / "off.csv", 10.0)),
+                   "--md", str(tmp_path / "off.md")]) == 0
+    text = (tmp_path / "off.md").read_text()
+    assert "| fail | util -10.0 pt |" in text and "Goal met on 0 of 1 cases." in text
+    capsys.readouterr()
+    assert T.main(["score", "--out", str(out), "--real", str(tmp_path / "none.csv")]) == 2
+    assert T.main(["score", "--out", str(out), "--real", str(tmp_path / "same.csv"), "--real-contender", "live-gcc"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("error: --real: no such file") and "no run of contender 'live-gcc'" in err[1]
