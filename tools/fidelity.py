@@ -31,7 +31,7 @@ import re
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +147,7 @@ def run_all(a: argparse.Namespace) -> int:
             sc = scenario_of(case, a.duration_cap)
             for c in contenders:
                 kind, ctrl = CONTENDERS[c]
-                reps = [f"s{s}" for s in range(1, a.seeds + 1)] if kind == "sim" else [f"r{r}" for r in range(1, a.repeats + 1)]
+                reps = [f"s{s}" for s in range(1, a.seeds + 1)] if kind == "sim" else [f"r{r}" for r in range(a.repeat_from, a.repeats + 1)]
                 for rep in reps:
                     if not one_run(out / case.name / c, rep, case, sc, kind, ctrl, browser, a):
                         break  # refused: the other repeats would be refused too
@@ -270,312 +270,6 @@ def one_run(folder: Path, rep: str, case: Case, sc, kind: str, ctrl: str, browse
 
 # ------------------------------------------------------------------------------------- report
 
-def _column(v):
-    from ratelab.report.fidelity import column
-
-    return column(v)
-
-
-@dataclass
-class Loaded:
-    meta: dict[str, Any]
-    grid: dict[str, Any]
-    summary_run: dict[str, Any]
-    #: The run's output folder (series, summary, the browser's provenance).
-    run_dir: Path
-    capacity: Any = None
-    #: Frames the encoder produced per second (first forward flow) on the grid; None when the
-    #: series has no ``fps`` column (simulator runs before it was recorded).
-    fps: Any = None
-    metrics: dict[str, float] = field(default_factory=dict)
-
-
-def load_case(out: Path, case: Case) -> tuple[dict[str, list[Loaded]], dict[str, str]]:
-    """The complete runs of a case per contender, and the refusals."""
-    import pyarrow.parquet as pq
-    from ratelab.report import fidelity as F
-
-    runs: dict[str, list[Loaded]] = {}
-    refused: dict[str, str] = {}
-    for c in CONTENDERS:
-        d = out / case.name / c
-        if (d / "refused.txt").is_file():
-            refused[c] = (d / "refused.txt").read_text().strip()
-        for m in sorted(d.glob("*/meta.json")) if d.is_dir() else []:
-            meta = json.loads(m.read_text())
-            rd = m.parent / meta["run_folder"]
-            series = pq.read_table(rd / "series.parquet").to_pydict()
-            summary = json.loads((m.parent / "summary.json").read_text())["runs"][0]
-            sc = scenario_of(case, meta["duration_s"])
-            flows = forward_flows(sc)
-            g = F.run_grid({k: _column(v) for k, v in series.items() if k in ("t_s", "flow", "recv_kbps", "send_kbps",
-                                                                             "target_kbps", "queue_ms", "capacity_kbps")},
-                           flows, meta["duration_s"])
-            lo = Loaded(meta, g, summary, rd)
-            t, fl = _column(series["t_s"]), _column(series["flow"])
-            sel = fl == flows[0]
-            if c.startswith("sim"):
-                lo.capacity = F.grid(t[sel], _column(series["capacity_kbps"])[sel], meta["duration_s"])
-            if "fps" in series:
-                lo.fps = F.grid(t[sel], _column(series["fps"])[sel], meta["duration_s"])
-            runs.setdefault(c, []).append(lo)
-    return runs, refused
-
-
-
-def case_capacity(runs: dict[str, list[Loaded]]):
-    """The capacity on the grid: the simulator's link model (its series), same for all."""
-    for c in ("sim-gcc", "sim-ratelab-cc"):
-        for lo in runs.get(c, []):
-            if lo.capacity is not None:
-                return lo.capacity
-    return None
-
-
-@dataclass
-class Measured:
-    """A case's complete runs with their metrics, and what the report needs beside them."""
-
-    runs: dict[str, list[Loaded]]
-    refused: dict[str, str]
-    capacity: Any
-    #: Grid bins every run has.
-    n: int
-    flows: list[int]
-    duration: float
-
-
-def measured_case(out: Path, case: Case) -> Measured | None:
-    """The case's runs in ``out`` with their metrics; None when it has none, or no simulator
-    run to give the capacity (said on stderr)."""
-    from ratelab.report import fidelity as F
-
-    runs, refused = load_case(out, case)
-    if not runs and not refused:
-        return None
-    cap = case_capacity(runs)
-    if cap is None:
-        print(f"fidelity: {case.name}: no simulator run, no capacity reference: skipped", file=sys.stderr)
-        return None
-    durs = {lo.meta["duration_s"] for v in runs.values() for lo in v}
-    n = min(len(lo.grid["delivered"]) for v in runs.values() for lo in v)
-    sc = scenario_of(case, min(durs))
-    flows = forward_flows(sc)
-    steps = F.steps_of(sc.data.get("link") or {}, min(durs))
-    for lst in runs.values():
-        for lo in lst:
-            lo.metrics = F.run_metrics(lo.grid, cap[:len(lo.grid["delivered"])], lo.summary_run, flows, steps,
-                                       ceiling_kbps=ceiling(sc))
-    return Measured(runs, refused, cap, n, flows, min(durs))
-
-
-def report(a: argparse.Namespace) -> int:
-    from ratelab.report import fidelity as F
-
-    out, docs = Path(a.out), Path(a.docs)
-    if not out.is_dir():
-        raise Bad(f"error: --out: no such folder: {out}")
-    docs.mkdir(parents=True, exist_ok=True)
-    rows, goals, per_run, gaps = [], [], [], []
-    for case in select(a.cases):
-        m = measured_case(out, case)
-        if m is None:
-            continue
-        runs, refused, cap, n, flows = m.runs, m.refused, m.capacity, m.n, m.flows
-        real_target = {c: _targets(runs.get(c, []), flows, n) for c in ("chromium", "live-gcc", "live-ratelab-cc")}
-        for c in CONTENDERS:
-            lst = runs.get(c, [])
-            if not lst and c not in refused:
-                continue
-            vs_chrome = [_mare(lo, flows, n, real_target["chromium"]) for lo in lst] if c != "chromium" else []
-            own = {"sim-gcc": "live-gcc", "sim-ratelab-cc": "live-ratelab-cc"}.get(c)
-            vs_live = [_mare(lo, flows, n, real_target[own]) for lo in lst] if own else []
-            row = {"case": case.name, "split": case.split, "contender": c, "n": len(lst), "refused": refused.get(c, "") if not lst else ""}
-            for k in ("utilization", "queue_mean_ms", "queue_p95_ms", "freezes", "loss_pct", "t90_up_s", "react_down_s"):
-                row[k] = F.spread(lo.metrics[k] for lo in lst)
-            row["mare_chromium"], row["mare_live"] = F.spread(vs_chrome), F.spread(vs_live)
-            row["load1"] = F.spread(lo.meta.get("load1_before", math.nan) for lo in lst) if not c.startswith("sim") else None
-            row["cpu_limited"] = any(lo.meta.get("cpu_limited") for lo in lst)
-            row["duration"] = sorted({lo.meta["duration_s"] for lo in lst})
-            rows.append(row)
-            for lo in lst:
-                per_run.append({"case": case.name, "split": case.split, "contender": c, "rep": lo.meta["rep"],
-                                "duration_s": lo.meta["duration_s"], "media_fps": lo.meta.get("media_fps") or "", "load1_before": lo.meta.get("load1_before"),
-                                "load1_after": lo.meta.get("load1_after"), "cpu_limited": lo.meta.get("cpu_limited", ""),
-                                "cpu_limited_fraction": lo.meta.get("cpu_limited_fraction", ""),
-                                "source_fps": lo.meta.get("source_fps", ""), **emulator_lateness(lo),
-                                **{k: round(v, 3) for k, v in lo.metrics.items()}})
-        sim, real = by_metric(runs.get("sim-gcc", [])), by_metric(runs.get("chromium", []))
-        met, why = F.goal(sim, real)
-        goals.append((case, met, why))
-        gaps.append((case, mean_gaps(sim, real)))
-        if a.figures:
-            figure(case, runs, cap, n, docs / f"{case.name}.png", m.duration)
-    (docs / "table.md").write_text(table_md(rows, goals, a) + gaps_md(gaps, goals))
-    with (docs / "runs.csv").open("w", newline="") as fh:
-        if per_run:
-            w = csv.DictWriter(fh, fieldnames=list(per_run[0]))
-            w.writeheader()
-            w.writerows(per_run)
-    print(f"fidelity: wrote {docs / 'table.md'}, {docs / 'runs.csv'} and {len(goals) if a.figures else 0} figures", file=sys.stderr)
-    return 0
-
-
-def emulator_lateness(lo: Loaded) -> dict[str, Any]:
-    """How late the browser call's emulator wrote the data legs' datagrams (``send_late_us``:
-    the largest p99 and max over the routes; empty for other contenders)."""
-    b = lo.run_dir / "browser.json"
-    if not b.is_file():
-        return {"emu_late_p99_us": "", "emu_late_max_us": "", "emu_realtime": ""}
-    st = json.loads(b.read_text()).get("emulator", {}).get("stats", {})
-    late = [r["data"]["send_late_us"] for r in st.get("routes", []) if r.get("data", {}).get("send_late_us", {}).get("n")]
-    if not late:
-        return {"emu_late_p99_us": "", "emu_late_max_us": "", "emu_realtime": st.get("realtime", "")}
-    return {"emu_late_p99_us": max(x["p99"] for x in late), "emu_late_max_us": max(x["max"] for x in late),
-            "emu_realtime": st.get("realtime", "")}
-
-
-def _targets(lst: list[Loaded], flows: list[int], n: int):
-    """The real contender's per-flow target, mean over its repeats, concatenated over flows."""
-    import numpy as np
-    from ratelab.report import fidelity as F
-
-    if not lst:
-        return None
-    return np.concatenate([F.nanmean_rows([lo.grid[f"target{f}"][:n] for lo in lst]) for f in flows])
-
-
-def _mare(lo: Loaded, flows: list[int], n: int, real) -> float:
-    import numpy as np
-    from ratelab.report import fidelity as F
-
-    if real is None:
-        return math.nan
-    return F.median_abs_rel_error(np.concatenate([lo.grid[f"target{f}"][:n] for f in flows]), real)
-
-
-GAP_METRICS = ("utilization", "queue_mean_ms", "queue_p95_ms", "freezes")
-
-
-def by_metric(lst: list[Loaded]) -> dict[str, list[float]]:
-    """The goal's and the gaps' metrics of a contender's runs, one value per run."""
-    return {k: [lo.metrics[k] for lo in lst] for k in GAP_METRICS}
-
-
-def _fmt(s, digits: int = 0) -> str:
-    if s is None:
-        return ""
-    mean, half, n = s
-    if n == 0 or not math.isfinite(mean):
-        return "—"
-    return f"{mean:.{digits}f}" if n == 1 else f"{mean:.{digits}f} ± {half:.{digits}f}"
-
-
-def table_md(rows: list[dict[str, Any]], goals, a) -> str:
-    lines = ["<!-- written by tools/fidelity.py report; do not edit -->", "",
-             "Mean ± half-range over the runs (real: repeats, simulated: seeds); one value: one run. "
-             "— : not measurable (no step in the case, never reached, or no run).", "",
-             "| case | split | contender | runs | util % | queue mean ms | queue p95 ms | freezes | loss % | t90 up s | "
-             "react down s | target MARE % vs Chromium | vs own live | load1 | s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if r["refused"]:
-            lines.append(f"| {r['case']} | {r['split']} | {r['contender']} | 0 | refused: {r['refused'].split(' ', 1)[-1]} "
-                         "| | | | | | | | | | |")
-            continue
-        cpu = " (CPU-limited)" if r["cpu_limited"] else ""
-        lines.append(f"| {r['case']} | {r['split']} | {r['contender']}{cpu} | {r['n']} | {_fmt(r['utilization'])} | "
-                     f"{_fmt(r['queue_mean_ms'])} | {_fmt(r['queue_p95_ms'])} | {_fmt(r['freezes'], 1)} | {_fmt(r['loss_pct'], 2)} | "
-                     f"{_fmt(r['t90_up_s'], 1)} | {_fmt(r['react_down_s'], 1)} | {_fmt(r['mare_chromium'])} | {_fmt(r['mare_live'])} | "
-                     f"{_fmt(r['load1'], 1)} | {'/'.join(f'{d:g}' for d in r['duration'])} |")
-    met = [g for g in goals if g[1] is not None]
-    ok = [g for g in met if g[1]]
-    lines += ["", f"Goal (sim gcc vs Chromium: util ±{5} pt, p95 queue ±25 % or 10 ms, freezes inside the real range): "
-              f"met on {len(ok)} of {len(met)} cases with both sides"
-              + (f" ({100 * len(ok) / len(met):.0f} %)" if met else "") + ".", "",
-              "| case | split | goal | why not |", "|---|---|---|---|"]
-    for case, m, why in goals:
-        lines.append(f"| {case.name} | {case.split} | {'—' if m is None else ('pass' if m else 'fail')} | {why if m is not True else ''} |")
-    return "\n".join(lines) + "\n"
-
-
-def mean_gaps(sim: dict[str, list[float]], real: dict[str, list[float]]) -> dict[str, float]:
-    """|mean over sim seeds − mean over real repeats| per metric (NaN without both sides)."""
-    out = {}
-    for k in GAP_METRICS:
-        sv = [x for x in sim.get(k, []) if math.isfinite(x)]
-        rv = [x for x in real.get(k, []) if math.isfinite(x)]
-        out[k] = abs(sum(sv) / len(sv) - sum(rv) / len(rv)) if sv and rv else math.nan
-    return out
-
-
-def gaps_md(gaps: list[tuple[Case, dict[str, float]]], goals) -> str:
-    """The calibration log's summary line: per split (synthetic, train, test), the median over
-    the cases of |sim gcc − Chromium| and the goal count."""
-    import numpy as np
-
-    splits = (("synthetic", "-"), ("train", "train"), ("test", "test"))
-    lines = ["", "Median over the cases of |sim gcc − Chromium| (means over seeds and repeats), per split:", "",
-             "| split | cases | utilization pt | queue mean ms | queue p95 ms | freezes | goal met |", "|---|---|---|---|---|---|---|"]
-    for label, key in splits:
-        sel = [g for c, g in gaps if c.split == key]
-        met = [m for c, m, _ in goals if c.split == key and m is not None]
-        med = [np.nanmedian([g[k] for g in sel]) if sel and any(math.isfinite(g[k]) for g in sel) else math.nan for k in GAP_METRICS]
-        lines.append(f"| {label} | {len(sel)} | {med[0]:.1f} | {med[1]:.1f} | {med[2]:.1f} | {med[3]:.1f} | "
-                     f"{sum(met)} of {len(met)} |")
-    return "\n".join(lines) + "\n"
-
-
-COLORS = {"chromium": "tab:red", "live-gcc": "tab:orange", "sim-gcc": "tab:blue", "live-ratelab-cc": "tab:purple",
-          "sim-ratelab-cc": "tab:green"}
-
-
-def figure(case: Case, runs: dict[str, list[Loaded]], cap, n: int, path: Path, duration: float) -> None:
-    """Delivered (solid) and target (dashed) rate, queuing delay and (where a series has it)
-    the encoder's frame rate over time, first run of each contender (with a queuing-delay series
-    where one has it), with the capacity."""
-    import matplotlib
-    import numpy as np
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from ratelab.report import fidelity as F
-
-    t = F.grid_times(duration)[:n]
-    with_fps = any(lo.fps is not None for lst in runs.values() for lo in lst)
-    rows, ratios = (3, [3, 2, 1.4]) if with_fps else (2, [3, 2])
-    fig, axes = plt.subplots(rows, 1, figsize=(9, 5.5 + 1.6 * (rows - 2)), sharex=True, gridspec_kw={"height_ratios": ratios})
-    ax1, ax2 = axes[0], axes[1]
-    ax1.step(t, cap[:n], where="pre", color="black", lw=1.2, label="capacity")
-    for c, lst in runs.items():
-        if not lst:
-            continue
-        # the first run with a queuing-delay series (the pilot's first browser runs had none)
-        g = next((lo.grid for lo in lst if np.isfinite(lo.grid["queue"]).any()), lst[0].grid)
-        ax1.plot(t, g["delivered"][:n], color=COLORS[c], lw=1.1, label=f"{c} delivered")
-        ax1.plot(t, g["target"][:n], color=COLORS[c], lw=0.9, ls="--", label=f"{c} target")
-        ax2.plot(t, g["queue"][:n], color=COLORS[c], lw=1.0, label=c)
-        fps = next((lo.fps for lo in lst if lo.fps is not None), None)
-        if with_fps and fps is not None:
-            # over 1 s (two bins): at 15 frames/s a 0.5 s bin holds 7 or 8 frames
-            smooth = np.convolve(np.nan_to_num(fps[:n], nan=0.0), [0.5, 0.5], mode="same")
-            axes[2].plot(t, np.where(np.isfinite(fps[:n]), smooth, np.nan), color=COLORS[c], lw=1.0, label=c)
-    ax1.set_ylabel("kbit/s")
-    ax1.set_title(f"{case.name} ({case.split}): {case.note}", fontsize=9)
-    ax1.legend(fontsize=6, ncol=3, loc="upper right")
-    ax2.set_ylabel("queuing delay (ms)")
-    ax2.legend(fontsize=6, ncol=5, loc="upper right")
-    if with_fps:
-        axes[2].set_ylabel("encoded frames/s (1 s)")
-        axes[2].set_ylim(bottom=0)
-        axes[2].legend(fontsize=6, ncol=5, loc="lower right")
-    axes[-1].set_xlabel("time (s)")
-    fig.tight_layout()
-    tmp = path.with_suffix(".png.part")
-    fig.savefig(tmp, dpi=90, format="png")
-    plt.close(fig)
-    os.replace(tmp, path)
-
-
 def list_cases(_a) -> int:
     for c in cases():
         print(f"{c.name:44s} {c.split:5s} {c.base:18s} {' '.join(c.overrides)}")
@@ -591,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--cases", help="regular expression on case names")
     r.add_argument("--contender", dest="contenders", action="append", help=f"repeatable; default all ({', '.join(CONTENDERS)})")
     r.add_argument("--repeats", type=int, default=3, help="runs of each real contender (default 3)")
+    r.add_argument("--repeat-from", type=int, default=1, metavar="N",
+                   help="start the real contenders at repeat N (a repeat whose earlier ones live elsewhere)")
     r.add_argument("--seeds", type=int, default=3, help="simulator seeds (default 3)")
     r.add_argument("--duration-cap", type=float, default=None, help="cap every case's duration (s)")
     r.add_argument("--width", type=int, default=640)
@@ -613,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--docs", default=str(ROOT / "docs" / "fidelity"))
     q.add_argument("--cases", help="regular expression on case names")
     q.add_argument("--no-figures", dest="figures", action="store_false", help="the table and runs.csv only")
+    q.add_argument("--keep", metavar="RUNS_CSV",
+                   help="also the runs of this earlier runs.csv whose folders are not in --out (metrics only: "
+                        "no figure line, no target error)")
     g = sub.add_parser("score", help="a simulator variant's goal per case against real runs recorded in a runs.csv")
     g.add_argument("--out", required=True, help="the variant's run folder (tools/fidelity.py run --contender sim-gcc ...)")
     g.add_argument("--real", default=str(ROOT / "docs" / "fidelity" / "full" / "runs.csv"),
@@ -626,16 +325,17 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "run":
             if a.repeats < 1 or a.seeds < 0:
                 raise Bad("error: --repeats must be ≥ 1 and --seeds ≥ 0")
+            if not 1 <= a.repeat_from <= a.repeats:
+                raise Bad("error: --repeat-from must be between 1 and --repeats")
             if a.duration_cap is not None and not a.duration_cap > 0:
                 raise Bad("error: --duration-cap must be > 0 s")
             return run_all(a)
-        if a.cmd == "report":
-            return report(a)
-        if a.cmd == "score":
+        if a.cmd in ("report", "score"):
             sys.path.insert(0, str(Path(__file__).resolve().parent))
-            sys.modules["fidelity"] = sys.modules[__name__]  # one module, one Bad, when run as a script
+            sys.modules.setdefault("fidelity", sys.modules[__name__])  # run as a script: one module, one Bad
+            import fidelity_report
             import fidelity_score
-            return fidelity_score.score(a)
+            return fidelity_report.report(a) if a.cmd == "report" else fidelity_score.score(a)
         if a.cmd == "evidence":
             sys.path.insert(0, str(Path(__file__).resolve().parent))
             import fidelity_evidence as E

@@ -49,12 +49,13 @@ def _mean(v: list[float]) -> float:
 
 def score(a: Any) -> int:
     import fidelity as T
+    import fidelity_report as R
     from ratelab.report import fidelity as F
 
     out = Path(a.out)
     if not out.is_dir():
         raise T.Bad(f"error: --out: no such folder: {out}")
-    real_all = load_real(Path(a.real), a.real_contender, T.GAP_METRICS)
+    real_all = load_real(Path(a.real), a.real_contender, R.GAP_METRICS)
     goals, gaps = [], []
     lines = [f"Score of `{a.sim}` in {out} against `{a.real_contender}` in {a.real} "
              "(means over runs; real range in brackets).", "",
@@ -62,14 +63,14 @@ def score(a: Any) -> int:
              "|---|---|---|---|---|---|---|"]
     for case in T.select(a.cases):
         real = real_all.get(case.name)
-        m = T.measured_case(out, case) if real else None
+        m = R.measured_case(out, case) if real else None
         sim_runs = m.runs.get(a.sim, []) if m else []
         if not real or not sim_runs:
             continue
-        sim = T.by_metric(sim_runs)
+        sim = R.by_metric(sim_runs)
         met, why = F.goal(sim, real)
         goals.append((case, met, why))
-        gaps.append((case, T.mean_gaps(sim, real)))
+        gaps.append((case, R.mean_gaps(sim, real)))
         rf = [x for x in real["freezes"] if math.isfinite(x)]
         rng = f"[{min(rf):g}..{max(rf):g}]" if rf else ""
         lines.append(f"| {case.name} | {case.split} | {_mean(sim['utilization']):.1f} / {_mean(real['utilization']):.1f} | "
@@ -80,7 +81,7 @@ def score(a: Any) -> int:
         raise T.Bad(f"error: no case has both {a.sim} runs in {out} and {a.real_contender} runs in {a.real}")
     judged = [g for g in goals if g[1] is not None]
     passed = sum(1 for g in judged if g[1])
-    lines += ["", f"Goal met on {passed} of {len(judged)} cases.", T.gaps_md(gaps, goals)]
+    lines += ["", f"Goal met on {passed} of {len(judged)} cases.", R.gaps_md(gaps, goals)]
     text = "\n".join(lines)
     if a.md:
         Path(a.md).write_text(text)

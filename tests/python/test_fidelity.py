@@ -19,12 +19,17 @@ from ratelab.report import fidelity as F
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def tool():
-    spec = importlib.util.spec_from_file_location("fidelity_tool", ROOT / "tools" / "fidelity.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+def tool(name: str = "fidelity"):
+    """tools/<name>.py, loaded once under its own name (the report and score modules import
+    ``fidelity``, and one module means one ``Bad``)."""
+    if str(ROOT / "tools") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tools"))
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # its dataclasses look their module up
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
 
 
 def test_grid_averages_the_samples_of_each_bin_and_leaves_empty_bins_unknown():
@@ -183,14 +188,6 @@ def test_a_complete_run_folder_is_not_run_again(tmp_path, monkeypatch):
                      "chromium", {}, args) is True
 
 
-def load_tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_browser_options_are_checked_before_any_run(tmp_path, capsys):
     T = tool()
     assert T.browser_options(["fec=false", 'codec="VP9"', "max_kbps=800"]) == {"fec": False, "codec": "VP9", "max_kbps": 800}
@@ -206,7 +203,7 @@ def test_browser_options_are_checked_before_any_run(tmp_path, capsys):
 def test_ulpfec_packets_are_told_from_media_by_timestamp_and_marker():
     """libwebrtc sends a frame's ULPFEC packets after the frame's marker packet, on the media SSRC
     with the frame's timestamp and no marker; RTX is another SSRC (by hand)."""
-    S = load_tool("fidelity_fec_share")
+    S = tool("fidelity_fec_share")
     media, rtx = 0xA, 0xB
     #          frame 1 (2 packets) + 1 FEC | frame 2 (1 packet) + 2 FEC | RTX | frame 3 starts, FEC of 2 late
     ssrc = np.array([media, media, media, media, media, media, rtx, media, media, media])
@@ -222,7 +219,7 @@ def test_freeze_causes_of_a_hand_made_run(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    C = load_tool("fidelity_freeze_causes")
+    C = tool("fidelity_freeze_causes")
     t = np.arange(0, 30, 0.25)
     fps = np.where((t >= 3) & (t < 6), 2.0, 15.0)
     freezes = (t >= 5.5).astype(float) + (t >= 15.0) + (t >= 25.0)
@@ -238,7 +235,7 @@ def test_freeze_causes_of_a_hand_made_run(tmp_path):
 def test_adjuster_replay_factor_by_hand():
     """The replayed adjuster (tools/fidelity_adjuster_replay.py) follows libwebrtc's rules: 1.2
     for 30 frames, then the mean charge over 3 s; a resolution change starts it over."""
-    R = load_tool("fidelity_adjuster_replay")
+    R = tool("fidelity_adjuster_replay")
     fps, rate = 15.0, 150_000.0
     ideal = rate / fps
     t = np.arange(60) / fps
@@ -261,9 +258,10 @@ def test_score_judges_simulator_runs_against_a_runs_csv(tmp_path, capsys):
     out = tmp_path / "variant"
     assert T.main(["run", "--out", str(out), "--cases", "^const-500k$", "--contender", "sim-gcc",
                    "--seeds", "1", "--duration-cap", "6"]) == 0
-    m = T.measured_case(out, next(c for c in T.cases() if c.name == "const-500k"))
+    R = tool("fidelity_report")
+    m = R.measured_case(out, next(c for c in T.cases() if c.name == "const-500k"))
     sim = m.runs["sim-gcc"][0].metrics
-    fields = ["case", "split", "contender", "rep", *T.GAP_METRICS]
+    fields = ["case", "split", "contender", "rep", *R.GAP_METRICS]
 
     def runs_csv(path, util_offset):
         with path.open("w", newline="") as fh:
@@ -271,7 +269,7 @@ def test_score_judges_simulator_runs_against_a_runs_csv(tmp_path, capsys):
             w.writeheader()
             for rep in ("r1", "r2"):
                 w.writerow({"case": "const-500k", "split": "-", "contender": "chromium", "rep": rep,
-                            **{k: sim[k] for k in T.GAP_METRICS}, "utilization": sim["utilization"] + util_offset})
+                            **{k: sim[k] for k in R.GAP_METRICS}, "utilization": sim["utilization"] + util_offset})
         return path
 
     assert T.main(["score", "--out", str(out), "--real", str(runs_csv(tmp_path / "same.csv", 0.0))]) == 0
@@ -286,3 +284,35 @@ def test_score_judges_simulator_runs_against_a_runs_csv(tmp_path, capsys):
     assert T.main(["score", "--out", str(out), "--real", str(tmp_path / "same.csv"), "--real-contender", "live-gcc"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and err[0].startswith("error: --real: no such file") and "no run of contender 'live-gcc'" in err[1]
+
+
+def test_report_keeps_the_runs_of_an_earlier_runs_csv_whose_folders_are_gone(tmp_path, capsys):
+    """``report --keep``: a run in the folder wins over its row; a row without a folder is
+    counted (metrics only) and copied to the new runs.csv."""
+    T, R = tool(), tool("fidelity_report")
+    out = tmp_path / "runs"
+    assert T.main(["run", "--out", str(out), "--cases", "^const-500k$", "--contender", "sim-gcc",
+                   "--seeds", "1", "--duration-cap", "6"]) == 0
+    assert T.main(["report", "--out", str(out), "--docs", str(tmp_path / "first"), "--no-figures"]) == 0
+    with (tmp_path / "first" / "runs.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["rep"] for r in rows] == ["s1"]
+    old = dict(rows[0], utilization="1.0")  # the folder's s1 must win over this stale row
+    kept = [old, dict(rows[0], contender="chromium", rep="r1", utilization="50.0"),
+            dict(rows[0], contender="chromium", rep="r2", utilization="60.0")]
+    with (tmp_path / "old.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(kept)
+    assert T.main(["report", "--out", str(out), "--docs", str(tmp_path / "second"), "--no-figures",
+                   "--keep", str(tmp_path / "old.csv")]) == 0
+    table = (tmp_path / "second" / "table.md").read_text()
+    assert "| const-500k | - | chromium | 2 | 55 ± 5 |" in table
+    assert f"| const-500k | - | sim-gcc | 1 | {float(rows[0]['utilization']):.0f} |" in table
+    with (tmp_path / "second" / "runs.csv").open(newline="") as fh:
+        again = list(csv.DictReader(fh))
+    assert sorted((r["contender"], r["rep"], r["utilization"]) for r in again) == [
+        ("chromium", "r1", "50.0"), ("chromium", "r2", "60.0"), ("sim-gcc", "s1", rows[0]["utilization"])]
+    capsys.readouterr()
+    assert T.main(["report", "--out", str(out), "--docs", str(tmp_path / "x"), "--keep", str(tmp_path / "no.csv")]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: --keep: no such file")
