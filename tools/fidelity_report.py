@@ -38,6 +38,8 @@ class Loaded:
     #: A run kept from an earlier runs.csv (``report --keep``): its metrics and its row, no
     #: series (no figure, no target error).
     kept_row: dict[str, Any] | None = None
+    #: Target error (%) against Chromium's and against the own live contender's mean target.
+    mare: tuple[float, float] = (math.nan, math.nan)
 
 
 def kept_runs(path: Path) -> dict[tuple[str, str], list[Loaded]]:
@@ -55,7 +57,8 @@ def kept_runs(path: Path) -> dict[tuple[str, str], list[Loaded]]:
         meta = {"rep": r["rep"], "duration_s": float(r["duration_s"]), "load1_before": num(r.get("load1_before")),
                 "cpu_limited": r.get("cpu_limited") == "True"}
         out.setdefault((r["case"], r["contender"]), []).append(
-            Loaded(meta, None, {}, Path(), metrics={k: num(r[k]) for k in METRICS}, kept_row=r))
+            Loaded(meta, None, {}, Path(), metrics={k: num(r[k]) for k in METRICS}, kept_row=r,
+                   mare=tuple(num(r.get(k)) for k in MARE_COLUMNS)))
     return out
 
 
@@ -163,10 +166,15 @@ def report(a: argparse.Namespace) -> int:
             lst = runs.get(c, [])
             if not lst and c not in refused:
                 continue
-            series = [lo for lo in lst if lo.grid is not None]
-            vs_chrome = [_mare(lo, flows, n, real_target["chromium"]) for lo in series] if c != "chromium" else []
+            # each run's target error against the real contenders' mean target: computed from
+            # the series where the run has them, else the value its kept row recorded
             own = {"sim-gcc": "live-gcc", "sim-ratelab-cc": "live-ratelab-cc"}.get(c)
-            vs_live = [_mare(lo, flows, n, real_target[own]) for lo in series] if own else []
+            for lo in lst:
+                if lo.grid is not None:
+                    lo.mare = (_mare(lo, flows, n, real_target["chromium"]) if c != "chromium" else math.nan,
+                               _mare(lo, flows, n, real_target[own]) if own else math.nan)
+            vs_chrome = [lo.mare[0] for lo in lst]
+            vs_live = [lo.mare[1] for lo in lst]
             row = {"case": case.name, "split": case.split, "contender": c, "n": len(lst), "refused": refused.get(c, "") if not lst else ""}
             for k in METRICS:
                 row[k] = F.spread(lo.metrics[k] for lo in lst)
@@ -184,7 +192,8 @@ def report(a: argparse.Namespace) -> int:
                                 "load1_after": lo.meta.get("load1_after"), "cpu_limited": lo.meta.get("cpu_limited", ""),
                                 "cpu_limited_fraction": lo.meta.get("cpu_limited_fraction", ""),
                                 "source_fps": lo.meta.get("source_fps", ""), **emulator_lateness(lo),
-                                **{k: round(v, 3) for k, v in lo.metrics.items()}})
+                                **{k: round(v, 3) for k, v in lo.metrics.items()},
+                                **{k: round(v, 2) if math.isfinite(v) else "" for k, v in zip(MARE_COLUMNS, lo.mare)}})
         sim, real = by_metric(runs.get("sim-gcc", [])), by_metric(runs.get("chromium", []))
         met, why = F.goal(sim, real)
         goals.append((case, met, why))
@@ -194,7 +203,8 @@ def report(a: argparse.Namespace) -> int:
     (docs / "table.md").write_text(table_md(rows, goals, a) + gaps_md(gaps, goals))
     with (docs / "runs.csv").open("w", newline="") as fh:
         if per_run:
-            w = csv.DictWriter(fh, fieldnames=list(per_run[0]))
+            # the union of the columns (rows kept from an older runs.csv may lack newer ones)
+            w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in per_run for k in r)), restval="")
             w.writeheader()
             w.writerows(per_run)
     print(f"fidelity: wrote {docs / 'table.md'}, {docs / 'runs.csv'} and {len(goals) if a.figures else 0} figures", file=sys.stderr)
@@ -237,6 +247,9 @@ def _mare(lo: Loaded, flows: list[int], n: int, real) -> float:
 
 
 GAP_METRICS = ("utilization", "queue_mean_ms", "queue_p95_ms", "freezes")
+#: runs.csv's columns for a run's target error (%) against Chromium and against its own live
+#: contender (so that ``--keep`` can carry them).
+MARE_COLUMNS = ("mare_vs_chromium_pct", "mare_vs_live_pct")
 #: Every metric of a run, as the table and runs.csv show them.
 METRICS = ("utilization", "queue_mean_ms", "queue_p95_ms", "freezes", "loss_pct", "t90_up_s", "react_down_s")
 
