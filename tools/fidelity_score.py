@@ -42,6 +42,14 @@ def load_real(path: Path, contender: str, metrics: tuple[str, ...]) -> dict[str,
     return out
 
 
+def _shown(path: Path, root: Path) -> str:
+    """``path`` relative to the repository when it is inside it (the Markdown is committed)."""
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path)
+
+
 def _mean(v: list[float]) -> float:
     f = [x for x in v if math.isfinite(x)]
     return sum(f) / len(f) if f else math.nan
@@ -57,7 +65,7 @@ def score(a: Any) -> int:
         raise T.Bad(f"error: --out: no such folder: {out}")
     real_all = load_real(Path(a.real), a.real_contender, R.GAP_METRICS)
     goals, gaps = [], []
-    lines = [f"Score of `{a.sim}` in {out} against `{a.real_contender}` in {a.real} "
+    lines = [f"Score of `{a.sim}` in {out} against `{a.real_contender}` in {_shown(Path(a.real), T.ROOT)} "
              "(means over runs; real range in brackets).", "",
              "| case | split | util % sim / real | p95 ms sim / real | freezes sim / real [range] | goal | why not |",
              "|---|---|---|---|---|---|---|"]

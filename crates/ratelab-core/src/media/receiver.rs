@@ -1,6 +1,8 @@
-//! Receiver-side video: frame reassembly and rendering, with freezes counted as the
-//! webrtc-stats `freezeCount` defines them: a rendered-frame interval longer than
-//! max(3 × average frame duration, average + 150 ms). Without retransmission (the default) a
+//! Receiver-side video: frame reassembly and rendering, with freezes counted as libwebrtc counts
+//! webrtc-stats `freezeCount` (`VideoQualityObserver::OnRenderedFrame`): on whole-millisecond
+//! render times, each interval first joins the average of the last 30, and it is a freeze when
+//! it is at least max(3 × average, average + 150 ms), the average rounded down, once 5
+//! intervals are in. Without retransmission (the default) a
 //! frame with a lost packet is never decodable and the decoder conceals it by showing the next
 //! complete frame (which is how a loss becomes a visible stall). With NACK (`media.nack`, the
 //! endpoint's [`FrameReceiver::add_packet`] / [`FrameReceiver::render_ready`]) a complete frame
@@ -57,8 +59,9 @@ const MAX_LATE: Duration = Duration::from_ms(5);
 pub struct FrameReceiver {
     partial: BTreeMap<u64, Partial>,
     last_rendered: Option<(u64, Time)>,
-    intervals: VecDeque<Duration>,
-    interval_sum: Duration,
+    /// The last rendered-frame intervals, whole milliseconds, and their sum.
+    intervals: VecDeque<i64>,
+    interval_sum: i64,
     quality: Option<QualityTracker>,
     /// The sender paused its media on purpose (RFC 8867 5.8): no freeze while paused.
     paused: bool,
@@ -72,8 +75,16 @@ pub struct FrameReceiver {
     pub stats: VideoStats,
 }
 
-/// Frame intervals kept for the running average.
+/// Frame intervals kept for the running average (`kAvgInterframeDelaysWindowSizeFrames`).
 const AVG_WINDOW: usize = 30;
+/// Intervals in the average, the one tested included, before any can be a freeze
+/// (`kMinFrameSamplesToDetectFreeze`).
+const FREEZE_MIN_SAMPLES: usize = 5;
+/// The least increase over the average that is a freeze (`kMinIncreaseForFreezeMs`).
+const FREEZE_MIN_INCREASE_MS: i64 = 150;
+
+/// A render time in whole milliseconds, as libwebrtc's decode timestamps are.
+fn whole_ms(t: Time) -> i64 { t.as_us().div_euclid(1000) }
 
 impl Default for FrameReceiver {
     fn default() -> Self { Self::new() }
@@ -81,7 +92,7 @@ impl Default for FrameReceiver {
 
 impl FrameReceiver {
     pub fn new() -> Self {
-        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: Duration::ZERO, quality: None, paused: false, skip_next: false, playout_delay: None, render_timing: false, stats: VideoStats::default() }
+        FrameReceiver { partial: BTreeMap::new(), last_rendered: None, intervals: VecDeque::new(), interval_sum: 0, quality: None, paused: false, skip_next: false, playout_delay: None, render_timing: false, stats: VideoStats::default() }
     }
 
     /// A receiver that also scores displayed frames in PSNR.
@@ -93,10 +104,15 @@ impl FrameReceiver {
         if let Some(q) = &self.quality { self.stats.psnr_sum_db = q.sum_db; self.stats.psnr_slots = q.slots; }
     }
 
-    fn freeze_threshold(&self) -> Option<Duration> {
-        if self.intervals.is_empty() { return None; }
-        let avg = self.interval_sum / self.intervals.len() as i64;
-        Some((avg * 3).max(avg + Duration::from_ms(150)))
+    /// Whether an interval of `ms` would be a freeze: it joins the window (the oldest leaving a
+    /// full one) before the average is taken, as libwebrtc adds the sample first.
+    fn would_freeze(&self, ms: i64) -> bool {
+        let full = self.intervals.len() >= AVG_WINDOW;
+        let n = self.intervals.len() + 1 - usize::from(full);
+        if n < FREEZE_MIN_SAMPLES { return false; }
+        let leaving = if full { self.intervals.front().copied().unwrap_or(0) } else { 0 };
+        let avg = (self.interval_sum + ms - leaving).div_euclid(n as i64);
+        ms >= (3 * avg).max(avg + FREEZE_MIN_INCREASE_MS)
     }
 
     /// A media packet of `frame` (`payload` media bytes, headers excluded) arrived at `now`.
@@ -171,16 +187,14 @@ impl FrameReceiver {
         if self.skip_next && !self.paused {
             self.skip_next = false;
         } else if let Some((_, t_last)) = self.last_rendered {
-            let interval = now - t_last;
-            if let Some(th) = self.freeze_threshold() {
-                if interval > th {
-                    self.stats.freeze_count += 1;
-                    self.stats.freeze_duration += interval;
-                }
+            let ms = whole_ms(now) - whole_ms(t_last);
+            if self.would_freeze(ms) {
+                self.stats.freeze_count += 1;
+                self.stats.freeze_duration += now - t_last;
             }
-            self.intervals.push_back(interval);
-            self.interval_sum += interval;
-            if self.intervals.len() > AVG_WINDOW { self.interval_sum -= self.intervals.pop_front().unwrap_or_default(); }
+            self.intervals.push_back(ms);
+            self.interval_sum += ms;
+            if self.intervals.len() > AVG_WINDOW { self.interval_sum -= self.intervals.pop_front().unwrap_or(0); }
         }
         self.last_rendered = Some((frame, now));
         self.stats.frames_rendered += 1;
@@ -205,11 +219,10 @@ impl FrameReceiver {
         }
         self.sync_quality();
         if self.paused || self.skip_next { return; }
-        if let (Some((_, t_last)), Some(th)) = (self.last_rendered, self.freeze_threshold()) {
-            let interval = now - t_last;
-            if interval > th {
+        if let Some((_, t_last)) = self.last_rendered {
+            if self.would_freeze(whole_ms(now) - whole_ms(t_last)) {
                 self.stats.freeze_count += 1;
-                self.stats.freeze_duration += interval;
+                self.stats.freeze_duration += now - t_last;
             }
         }
     }
@@ -234,6 +247,48 @@ mod tests {
         r.on_packet(t, 31, 1, t, Bytes::new(1000), false);
         assert_eq!(r.stats.freeze_count, 1);
         assert_eq!(r.stats.freeze_duration, Duration::from_ms(400));
+    }
+
+    /// Frames rendered at `times` (ms); the freeze count.
+    fn freezes_at(times: &[i64]) -> u64 {
+        let mut r = FrameReceiver::new();
+        for (f, &t) in times.iter().enumerate() {
+            let t = Time::from_ms(t);
+            assert!(r.on_packet(t, f as u64, 1, t, Bytes::new(1000), false));
+        }
+        r.stats.freeze_count
+    }
+
+    #[test]
+    fn the_interval_joins_the_average_before_it_is_tested() {
+        // 29 intervals of 67 ms, then x: the average is ⌊(29 × 67 + x) / 30⌋ = 72 for x = 221
+        // and 222, so the threshold is max(216, 222) = 222 ms. (Against the 29 earlier ones
+        // alone it would be 67 + 150 = 217 ms, and 221 ms would be a freeze.)
+        let mut t: Vec<i64> = (0..30).map(|i| 67 * i).collect();
+        let last = *t.last().unwrap();
+        t.push(last + 221);
+        assert_eq!(freezes_at(&t), 0);
+        *t.last_mut().unwrap() = last + 222;
+        assert_eq!(freezes_at(&t), 1);
+    }
+
+    #[test]
+    fn no_freeze_before_five_intervals_and_render_times_are_whole_milliseconds() {
+        // Three intervals of 33 ms and a fourth of 1 s: too few samples. The same 1 s as the
+        // fifth: average ⌊(4 × 33 + 1000) / 5⌋ = 226, threshold 678 ms, a freeze.
+        assert_eq!(freezes_at(&[0, 33, 66, 99, 1099]), 0);
+        assert_eq!(freezes_at(&[0, 33, 66, 99, 132, 1132]), 1);
+        // Render times count in whole milliseconds: frames every 67 ms from 0.5 ms, then one
+        // 221.7 ms after the last (1943.5 → 2165.2 ms) is 2165 − 1943 = 222 whole ms, a freeze
+        // by the threshold above although less than 222 ms passed.
+        let mut r = FrameReceiver::new();
+        for f in 0..30 {
+            let t = Time::from_us(500 + 67_000 * f);
+            r.on_packet(t, f as u64, 1, t, Bytes::new(1000), false);
+        }
+        let t = Time::from_us(500 + 67_000 * 29 + 221_700);
+        r.on_packet(t, 30, 1, t, Bytes::new(1000), false);
+        assert_eq!(r.stats.freeze_count, 1);
     }
 
     #[test]
