@@ -35,7 +35,7 @@ fn the_burst_pacer_builds_a_standing_queue_of_about_its_burst() {
 
 #[test]
 fn periodic_key_frames_freeze_a_15_fps_call_and_key_frames_on_request_do_not() {
-    // A 10 s key frame (4 × a frame) takes longer than the freeze threshold (~217 ms at
+    // A 10 s key frame (4 × a frame) takes longer than the freeze threshold (~222 ms at
     // 15 frames/s) to cross: one freeze per key frame after the first (3 in 40 s).
     let periodic = run(40.0, 10.0, 1).freeze_count.unwrap();
     let on_request = run(40.0, 100.0, 1).freeze_count.unwrap();
