@@ -155,23 +155,20 @@ def run_all(a: argparse.Namespace) -> int:
 
 
 def browser_options(pairs: list[str]) -> dict[str, Any]:
-    """``--browser KEY=VALUE`` (a TOML value: ``fec=false``, ``codec="VP9"``) as browser options,
-    checked against :class:`BrowserOptions` before any run starts."""
-    import tomllib
-
+    """``--browser KEY=VALUE`` (a TOML value, read as ``--set`` reads one: ``fec=false``,
+    ``codec="VP9"``) as browser options, checked against :class:`BrowserOptions` before any run
+    starts."""
     from ratelab.browser.run import BrowserOptions
     from ratelab.errors import InputError
+    from ratelab.scenario import parse_value
 
     out: dict[str, Any] = {}
-    for kv in pairs:
-        key, sep, value = kv.partition("=")
-        if not sep or not key.strip():
-            raise Bad(f"error: --browser: {kv}: expected KEY=VALUE")
-        try:
-            out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
-            raise Bad(f"error: --browser: {kv}: the value is not a TOML value (strings in quotes)") from None
     try:
+        for kv in pairs:
+            key, sep, value = kv.partition("=")
+            if not sep or not key.strip():
+                raise Bad(f"error: --browser: {kv}: expected KEY=VALUE")
+            out[key.strip()] = parse_value(value.strip())
         BrowserOptions.from_params(out, "--browser")
     except InputError as exc:
         raise Bad(f"error: --browser: {exc.field.rpartition('.')[2]}: {exc.message}") from None

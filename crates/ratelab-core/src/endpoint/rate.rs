@@ -19,7 +19,7 @@ pub struct AudioStream {
 impl AudioStream {
     /// `kbps` of payload in frames of `frame_ms`, each with `header` bytes; `None` for 0 kbit/s.
     pub fn new(kbps: f64, frame_ms: f64, header: Bytes) -> Option<AudioStream> {
-        if !(kbps > 0.0) { return None; }
+        if kbps.is_nan() || kbps <= 0.0 { return None; }
         let payload = (kbps * frame_ms / 8.0).round().max(1.0) as i64;
         Some(AudioStream { interval: Duration::from_ms_f64(frame_ms), size: Bytes::new(payload) + header, payload_rate: Bitrate::from_kbps_f64(kbps) })
     }
