@@ -42,22 +42,24 @@ class Loaded:
     mare: tuple[float, float] = (math.nan, math.nan)
 
 
-def kept_runs(path: Path) -> dict[tuple[str, str], list[Loaded]]:
-    """The runs of an earlier runs.csv per (case, contender), as metric-only runs."""
+def kept_runs(path: Path, option: str = "--keep", need: tuple[str, ...] | None = None) -> dict[tuple[str, str], list[Loaded]]:
+    """The runs of an earlier runs.csv per (case, contender), as metric-only runs. ``need``:
+    the columns it must have (default: every metric and the duration; a metric outside it may
+    be missing, then unknown); ``option`` names the flag in error lines."""
     if not path.is_file():
-        raise Bad(f"error: --keep: no such file: {path}")
+        raise Bad(f"error: {option}: no such file: {path}")
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    need = ("case", "contender", "rep", "duration_s", *METRICS)
+    need = ("case", "contender", "rep", *(need if need is not None else ("duration_s", *METRICS)))
     if not rows or any(k not in rows[0] for k in need):
-        raise Bad(f"error: --keep: {path} is not a fidelity runs.csv (it needs the columns {', '.join(need)})")
+        raise Bad(f"error: {option}: {path} is not a fidelity runs.csv (it needs the columns {', '.join(need)})")
     out: dict[tuple[str, str], list[Loaded]] = {}
     for r in rows:
         num = lambda v: float(v) if v not in ("", None) else math.nan  # noqa: E731
-        meta = {"rep": r["rep"], "duration_s": float(r["duration_s"]), "load1_before": num(r.get("load1_before")),
+        meta = {"rep": r["rep"], "duration_s": num(r.get("duration_s")), "load1_before": num(r.get("load1_before")),
                 "cpu_limited": r.get("cpu_limited") == "True"}
         out.setdefault((r["case"], r["contender"]), []).append(
-            Loaded(meta, None, {}, Path(), metrics={k: num(r[k]) for k in METRICS}, kept_row=r,
+            Loaded(meta, None, {}, Path(), metrics={k: num(r.get(k)) for k in METRICS}, kept_row=r,
                    mare=tuple(num(r.get(k)) for k in MARE_COLUMNS)))
     return out
 
