@@ -115,6 +115,17 @@ impl FrameReceiver {
         ms >= (3 * avg).max(avg + FREEZE_MIN_INCREASE_MS)
     }
 
+    /// Count the interval from the last rendered frame at `last` to `now` if it is a freeze;
+    /// returns it in whole milliseconds.
+    fn count_if_freeze(&mut self, last: Time, now: Time) -> i64 {
+        let ms = whole_ms(now) - whole_ms(last);
+        if self.would_freeze(ms) {
+            self.stats.freeze_count += 1;
+            self.stats.freeze_duration += now - last;
+        }
+        ms
+    }
+
     /// A media packet of `frame` (`payload` media bytes, headers excluded) arrived at `now`.
     /// Returns true if it completed and rendered a frame.
     pub fn on_packet(&mut self, now: Time, frame: u64, count: u16, capture: Time, payload: Bytes, keyframe: bool) -> bool {
@@ -187,11 +198,7 @@ impl FrameReceiver {
         if self.skip_next && !self.paused {
             self.skip_next = false;
         } else if let Some((_, t_last)) = self.last_rendered {
-            let ms = whole_ms(now) - whole_ms(t_last);
-            if self.would_freeze(ms) {
-                self.stats.freeze_count += 1;
-                self.stats.freeze_duration += now - t_last;
-            }
+            let ms = self.count_if_freeze(t_last, now);
             self.intervals.push_back(ms);
             self.interval_sum += ms;
             if self.intervals.len() > AVG_WINDOW { self.interval_sum -= self.intervals.pop_front().unwrap_or(0); }
@@ -219,12 +226,7 @@ impl FrameReceiver {
         }
         self.sync_quality();
         if self.paused || self.skip_next { return; }
-        if let Some((_, t_last)) = self.last_rendered {
-            if self.would_freeze(whole_ms(now) - whole_ms(t_last)) {
-                self.stats.freeze_count += 1;
-                self.stats.freeze_duration += now - t_last;
-            }
-        }
+        if let Some((_, t_last)) = self.last_rendered { self.count_if_freeze(t_last, now); }
     }
 }
 
