@@ -144,7 +144,7 @@ def measured_case(out: Path, case: Case, kept: dict[tuple[str, str], list[Loaded
         here = {lo.meta["rep"] for lo in runs.get(c, [])}
         extra = [lo for lo in (kept or {}).get((case.name, c), []) if lo.meta["rep"] not in here]
         if extra:
-            runs.setdefault(c, []).extend(sorted(extra, key=lambda lo: lo.meta["rep"]))
+            runs.setdefault(c, []).extend(extra)
             runs[c].sort(key=lambda lo: lo.meta["rep"])
     return Measured(runs, refused, cap, n, flows, min(durs))
 
