@@ -201,13 +201,13 @@
     const f = flows.get(id), out = {};
     for (const [name, pc] of [['sender', f.S], ['receiver', f.R]]) {
       const st = await pc.getStats();
-      let pair = null;
-      st.forEach((r) => { if (r.type === 'transport' && r.selectedCandidatePairId) pair = st.get(r.selectedCandidatePairId); });
+      let pair = null, srtp = null;
+      st.forEach((r) => { if (r.type === 'transport' && r.selectedCandidatePairId) { pair = st.get(r.selectedCandidatePairId); srtp = r.srtpCipher || null; } });
       if (!pair) st.forEach((r) => { if (r.type === 'candidate-pair' && r.nominated && r.state === 'succeeded') pair = r; });
       if (!pair) { out[name] = null; continue; }
       const l = st.get(pair.localCandidateId), r = st.get(pair.remoteCandidateId);
       out[name] = {local: {ip: l.address, port: l.port, type: l.candidateType}, remote: {ip: r.address, port: r.port, type: r.candidateType},
-                   nominated: !!pair.nominated, state: pair.state};
+                   nominated: !!pair.nominated, state: pair.state, srtp_cipher: srtp};
     }
     return out;
   }

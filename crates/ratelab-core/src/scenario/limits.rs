@@ -93,6 +93,7 @@ pub const LIMITS: &[Limit] = &[
     noted(r("flows[*].media.audio_kbps", 0.0, 512.0, "kbit/s"), "0: no audio stream"),
     r("flows[*].media.audio_frame_ms", 2.5, 120.0, "ms"),
     r("flows[*].media.header_bytes", 0.0, 1500.0, "bytes"),
+    r("flows[*].media.srtp_tag_bytes", 0.0, 64.0, "bytes"),
     r("flows[*].media.pacer_queue_limit_ms", 0.0, MAX_MS, "ms"),
     r("flows[*].media.pacer_burst_ms", 0.0, 1000.0, "ms"),
     noted(r("flows[*].media.frame_floor_kbit", 0.0, 100_000.0, "kbit"), "0: no floor, frames shrink to any target"),

@@ -2,7 +2,7 @@
 //! the keys a flow's `media` table leaves out, so any of them can still be set by hand.
 //!
 //! `"chromium"` is the sender the fidelity study calibrated against Chromium 156's libwebrtc
-//! (docs/fidelity.md, rounds 2-7: each value below says where it comes from). It was measured
+//! (docs/fidelity.md, rounds 2-9: each value below says where it comes from). It was measured
 //! with a high-motion 640x360 source at 15 frames/s; the frame floor scales with the flow's
 //! resolution as the encoder model does.
 
@@ -26,6 +26,14 @@ const CHROMIUM_PACER_BURST_MS: f64 = 40.0;
 const CHROMIUM_KEYFRAME_INTERVAL_FRAMES: f64 = 3000.0;
 /// Measured on Chromium's packets: IP + UDP + SRTP + RTP with its extensions.
 const CHROMIUM_HEADER_BYTES: u32 = 64;
+/// Chromium's largest video packet on the wire (IP + UDP + SRTP), measured in every packet
+/// record of the study (round 9): its packetizer keeps each packet to this, so the payload
+/// per packet is this less the header.
+const CHROMIUM_MAX_WIRE_BYTES: u32 = 1170;
+/// The SRTP authentication tag Chromium's calls negotiate (`SRTP_AES128_CM_HMAC_SHA1_80`, in
+/// getStats' `transport.srtpCipher`): 80 bits, appended after libwebrtc has recorded the
+/// packet's size for the bandwidth estimator, so the estimator never counts it (round 9).
+const CHROMIUM_SRTP_TAG_BYTES: u32 = 10;
 /// The per-packet overhead libwebrtc expects (`ExpectedPerPacketOverhead`); fitted on the
 /// train trace wired-900k (round 4).
 const CHROMIUM_EXPECTED_OVERHEAD_BYTES: f64 = 90.0;
@@ -45,10 +53,16 @@ impl SenderPreset {
                 let fps = num("fps", defaults.fps).max(1e-3);
                 let pixels = num("width", defaults.width as f64) * num("height", defaults.height as f64);
                 let floor = CHROMIUM_FRAME_FLOOR_KBIT_640X360 * (pixels / (640.0 * 360.0)).powf(FLOOR_PIXEL_EXPONENT);
+                // A header typed by hand keeps the wire packet at Chromium's size (a header too
+                // large for that leaves the schema's smallest payload, 100 bytes).
+                let header = media.get("header_bytes").and_then(Value::as_u64).unwrap_or(u64::from(CHROMIUM_HEADER_BYTES));
+                let max_payload = u64::from(CHROMIUM_MAX_WIRE_BYTES).saturating_sub(header).max(100);
                 let v = json!({
                     "pacer_burst_ms": CHROMIUM_PACER_BURST_MS,
                     "keyframe_interval_s": CHROMIUM_KEYFRAME_INTERVAL_FRAMES / fps,
                     "header_bytes": CHROMIUM_HEADER_BYTES,
+                    "max_payload_bytes": max_payload,
+                    "srtp_tag_bytes": CHROMIUM_SRTP_TAG_BYTES,
                     "overhead_accounting": true,
                     "expected_overhead_bytes": CHROMIUM_EXPECTED_OVERHEAD_BYTES,
                     "fec": true,
@@ -95,6 +109,8 @@ mod tests {
         assert_eq!(m["frame_floor_kbit"], json!(27.0));
         assert_eq!(m["expected_overhead_bytes"], json!(90.0));
         assert_eq!(m["bitrate_adjuster"], json!(true));
+        // 1170 bytes on the wire less the 64-byte header; the 10-byte tag is not counted.
+        assert_eq!((m["max_payload_bytes"].clone(), m["srtp_tag_bytes"].clone()), (json!(1106), json!(10)));
     }
 
     #[test]

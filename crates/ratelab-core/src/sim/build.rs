@@ -184,6 +184,7 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
         sender.set_fec(FecSender::nack_only(mc.fps, mc.max_payload_bytes, (mc.width, mc.height)));
     }
     if let Some(b) = mc.expected_overhead_bytes { sender.set_expected_overhead(Bytes::new(b.round() as i64)); }
+    sender.set_srtp_tag(Bytes::new(i64::from(mc.srtp_tag_bytes)));
     Ok(MediaFlow { sender, receiver: build_media_receiver(fc, built.receiver, None) })
 }
 
