@@ -539,7 +539,7 @@ mod tests {
         Scenario::from_json(&v.to_string()).unwrap().validate().unwrap();
     }
 
-    /// `media.preset = "chromium"` is the twelve settings of docs/fidelity.md, keys set by hand
+    /// `media.preset = "chromium"` is the thirteen settings of docs/fidelity.md, keys set by hand
     /// win, and an unknown name is reported at its path.
     #[test]
     fn a_preset_expands_before_the_schema_and_a_wrong_name_is_named() {
@@ -551,8 +551,8 @@ mod tests {
         assert_eq!((m.encoder_min_kbps, m.frame_floor_kbit, m.preset), (Some(30.0), 27.0, Some(presets::SenderPreset::Chromium)));
         // Chromium's largest packet is 1170 bytes on the wire, whatever header is typed.
         assert_eq!((m.max_payload_bytes, m.srtp_tag_bytes), (1110, 10));
-        // The same as typing the twelve keys of docs/fidelity.md.
-        v["flows"][0]["media"] = serde_json::json!({"fps": 15, "header_bytes": 60, "max_payload_bytes": 1110, "srtp_tag_bytes": 10, "pacer_burst_ms": 40, "keyframe_interval_s": 200,
+        // The same as typing the thirteen keys of docs/fidelity.md.
+        v["flows"][0]["media"] = serde_json::json!({"fps": 15, "header_bytes": 60, "max_payload_bytes": 1110, "srtp_tag_bytes": 10, "pacer_burst_ms": 40, "keyframe_interval_s": 200, "keyframe_factor": 2,
             "expected_overhead_bytes": 90, "fec": true, "nack": true, "encoder_min_kbps": 30, "frame_floor_kbit": 27, "quality_scaler": true, "bitrate_adjuster": true});
         let typed = Scenario::from_json(&v.to_string()).unwrap().flows[0].media.clone();
         let (mut a, b) = (serde_json::to_value(&m).unwrap(), serde_json::to_value(&typed).unwrap());
