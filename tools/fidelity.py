@@ -317,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--sim", default="sim-gcc", help="the simulated side in --out (default sim-gcc)")
     g.add_argument("--cases", help="regular expression on case names")
     g.add_argument("--md", help="also write the Markdown here")
+    g.add_argument("--subsets", type=int, metavar="K",
+                   help="also the goal over every choice of K of the variant's seeds (at most 500, drawn with a "
+                        "fixed seed): how much the count depends on which seeds ran")
     try:
         a = p.parse_args(argv)
         if a.cmd == "run":
@@ -327,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
             if a.duration_cap is not None and not a.duration_cap > 0:
                 raise Bad("error: --duration-cap must be > 0 s")
             return run_all(a)
+        if a.cmd == "score" and a.subsets is not None and a.subsets < 1:
+            raise Bad("error: --subsets must be ≥ 1")
         if a.cmd in ("report", "score"):
             sys.path.insert(0, str(Path(__file__).resolve().parent))
             sys.modules.setdefault("fidelity", sys.modules[__name__])  # run as a script: one module, one Bad

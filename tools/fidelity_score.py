@@ -38,7 +38,7 @@ def score(a: Any) -> int:
     real_all = {case: R.by_metric(runs) for (case, c), runs in kept.items() if c == a.real_contender}
     if not real_all:
         raise T.Bad(f"error: --real: {a.real} has no run of contender '{a.real_contender}'")
-    goals, gaps = [], []
+    goals, gaps, per_case = [], [], []
     lines = [f"Score of `{a.sim}` in {out} against `{a.real_contender}` in {_shown(Path(a.real), T.ROOT)} "
              "(means over runs; real range in brackets).", "",
              "| case | split | util % sim / real | p95 ms sim / real | freezes sim / real [range] | goal | why not |",
@@ -53,6 +53,7 @@ def score(a: Any) -> int:
         sim = R.by_metric(sim_runs)
         met, why = F.goal(sim, real)
         goals.append((case, met, why))
+        per_case.append((sorted(sim_runs, key=lambda lo: str(lo.meta.get("rep", ""))), real))
         gaps.append((case, R.mean_gaps(sim, real)))
         rf = [x for x in real["freezes"] if math.isfinite(x)]
         rng = f"[{min(rf):g}..{max(rf):g}]" if rf else ""
@@ -65,8 +66,42 @@ def score(a: Any) -> int:
     judged = [g for g in goals if g[1] is not None]
     passed = sum(1 for g in judged if g[1])
     lines += ["", f"Goal met on {passed} of {len(judged)} cases.", R.gaps_md(gaps, goals)]
+    if a.subsets:
+        lines += ["", subsets_md(per_case, a.subsets)]
     text = "\n".join(lines)
     if a.md:
         Path(a.md).write_text(text)
     print(text)
     return 0
+
+
+def subsets_md(per_case: list[tuple[list[Any], dict[str, list[float]]]], k: int, most: int = 500) -> str:
+    """The goal count over choices of ``k`` of the variant's seeds: the same seeds (by their
+    position in each case's sorted runs) in every case, every choice when there are at most
+    ``most``, else ``most`` drawn with a fixed seed."""
+    import itertools
+    import random
+
+    import fidelity as T
+    import fidelity_report as R
+    from ratelab.report import fidelity as F
+
+    n = min(len(runs) for runs, _ in per_case)
+    if k > n:
+        raise T.Bad(f"error: --subsets {k}: the variant has only {n} seeds in some case")
+    total = math.comb(n, k)
+    if total <= most:
+        picks = list(itertools.combinations(range(n), k))
+    else:
+        rng, seen = random.Random(20), set()
+        while len(seen) < most:
+            seen.add(tuple(sorted(rng.sample(range(n), k))))
+        picks = sorted(seen)
+    counts = []
+    for pick in picks:
+        met = [F.goal(R.by_metric([runs[i] for i in pick]), real)[0] for runs, real in per_case]
+        counts.append(sum(1 for m in met if m))
+    counts.sort()
+    q = lambda f: counts[min(len(counts) - 1, int(f * len(counts)))]  # noqa: E731
+    return (f"Over {len(picks)} choice{'' if len(picks) == 1 else 's'} of {k} of the {n} seeds: goal met on {counts[0]} to {counts[-1]} cases "
+            f"(median {q(0.5)}, middle half {q(0.25)} to {q(0.75)}).")

@@ -287,6 +287,35 @@ def test_score_judges_simulator_runs_against_a_runs_csv(tmp_path, capsys):
     assert len(err) == 2 and err[0].startswith("error: --real: no such file") and "no run of contender 'live-gcc'" in err[1]
 
 
+def test_score_subsets_count_the_goal_over_choices_of_seeds(tmp_path, capsys):
+    """``score --subsets K``: every choice of K seeds when there are few; all the seeds give the
+    main count; the real side equal to one seed's metrics passes on that seed alone; more seeds
+    than ran is one line, exit 2."""
+    T, R = tool(), tool("fidelity_report")
+    out = tmp_path / "variant"
+    assert T.main(["run", "--out", str(out), "--cases", "^const-500k$", "--contender", "sim-gcc",
+                   "--seeds", "3", "--duration-cap", "6"]) == 0
+    m = R.measured_case(out, next(c for c in T.cases() if c.name == "const-500k"))
+    first = next(lo for lo in m.runs["sim-gcc"] if lo.meta["rep"] == "s1").metrics
+    path = tmp_path / "real.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["case", "split", "contender", "rep", *R.GAP_METRICS])
+        w.writeheader()
+        for rep in ("r1", "r2"):
+            w.writerow({"case": "const-500k", "split": "-", "contender": "chromium", "rep": rep, **{k: first[k] for k in R.GAP_METRICS}})
+    assert T.main(["score", "--out", str(out), "--real", str(path), "--subsets", "1"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("Over 3 choices of 1 of the 3 seeds: goal met on ") and " to 1 cases" in line, line
+    assert T.main(["score", "--out", str(out), "--real", str(path), "--subsets", "3"]) == 0
+    text = capsys.readouterr().out
+    n = int(text.split("Goal met on ")[1].split(" of")[0])
+    assert text.strip().splitlines()[-1] == f"Over 1 choice of 3 of the 3 seeds: goal met on {n} to {n} cases (median {n}, middle half {n} to {n})."
+    assert T.main(["score", "--out", str(out), "--real", str(path), "--subsets", "4"]) == 2
+    assert T.main(["score", "--out", str(out), "--real", str(path), "--subsets", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --subsets 4: the variant has only 3 seeds in some case", "error: --subsets must be ≥ 1"]
+
+
 def test_report_keeps_the_runs_of_an_earlier_runs_csv_whose_folders_are_gone(tmp_path, capsys):
     """``report --keep``: a run in the folder wins over its row; a row without a folder is
     counted (metrics only) and copied to the new runs.csv."""
