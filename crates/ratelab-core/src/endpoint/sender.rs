@@ -162,6 +162,7 @@ impl MediaSender {
         let t = self.encoder_target();
         self.encoder.set_target(t);
     }
+
     /// The SRTP tag each packet carries on the wire and the controller never sees
     /// (`media.srtp_tag_bytes`): libwebrtc records a packet's size for transport feedback
     /// before SRTP appends the tag.

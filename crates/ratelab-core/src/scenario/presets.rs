@@ -25,8 +25,9 @@ const CHROMIUM_PACER_BURST_MS: f64 = 40.0;
 /// libwebrtc's VP8 key-frame interval is 3000 frames (`keyFrameInterval`), not seconds.
 const CHROMIUM_KEYFRAME_INTERVAL_FRAMES: f64 = 3000.0;
 /// A VP8 key frame of the study's source is about twice the delta frames before it (round 9:
-/// 1.4-3.2, median 2.0, over the key frames of the 14 calls of 2026-11-29 that follow a
-/// resolution step up or down by one rung).
+/// median 2.0 over the 18 key frames after the first in the 14 calls of 2026-11-29, each at a
+/// resolution step up or down; 1.4-3.2× but for two steps down to 320x180, 0.5× and 0.9× the
+/// larger frames before them).
 const CHROMIUM_KEYFRAME_FACTOR: f64 = 2.0;
 /// Measured on Chromium's packets: IP + UDP + SRTP + RTP with its extensions.
 const CHROMIUM_HEADER_BYTES: u32 = 64;
