@@ -53,7 +53,7 @@ def score(a: Any) -> int:
         sim = R.by_metric(sim_runs)
         met, why = F.goal(sim, real)
         goals.append((case, met, why))
-        per_case.append((sorted(sim_runs, key=lambda lo: str(lo.meta.get("rep", ""))), real))
+        per_case.append(({lo.meta["rep"]: lo for lo in sim_runs}, real))
         gaps.append((case, R.mean_gaps(sim, real)))
         rf = [x for x in real["freezes"] if math.isfinite(x)]
         rng = f"[{min(rf):g}..{max(rf):g}]" if rf else ""
@@ -75,10 +75,10 @@ def score(a: Any) -> int:
     return 0
 
 
-def subsets_md(per_case: list[tuple[list[Any], dict[str, list[float]]]], k: int, most: int = 500) -> str:
-    """The goal count over choices of ``k`` of the variant's seeds: the same seeds (by their
-    position in each case's sorted runs) in every case, every choice when there are at most
-    ``most``, else ``most`` drawn with a fixed seed."""
+def subsets_md(per_case: list[tuple[dict[str, Any], dict[str, list[float]]]], k: int, most: int = 500) -> str:
+    """The goal count over choices of ``k`` of the variant's seeds: the same seeds (by name,
+    among those every case ran) in every case, every choice when there are at most ``most``,
+    else ``most`` drawn with a fixed seed."""
     import itertools
     import random
 
@@ -86,20 +86,20 @@ def subsets_md(per_case: list[tuple[list[Any], dict[str, list[float]]]], k: int,
     import fidelity_report as R
     from ratelab.report import fidelity as F
 
-    n = min(len(runs) for runs, _ in per_case)
+    seeds = sorted(set.intersection(*(set(runs) for runs, _ in per_case)))
+    n = len(seeds)
     if k > n:
-        raise T.Bad(f"error: --subsets {k}: the variant has only {n} seeds in some case")
-    total = math.comb(n, k)
-    if total <= most:
-        picks = list(itertools.combinations(range(n), k))
+        raise T.Bad(f"error: --subsets {k}: the variant has only {n} seeds run in every case")
+    if math.comb(n, k) <= most:
+        picks = list(itertools.combinations(seeds, k))
     else:
         rng, seen = random.Random(20), set()
         while len(seen) < most:
-            seen.add(tuple(sorted(rng.sample(range(n), k))))
+            seen.add(tuple(sorted(rng.sample(seeds, k))))
         picks = sorted(seen)
     counts = []
     for pick in picks:
-        met = [F.goal(R.by_metric([runs[i] for i in pick]), real)[0] for runs, real in per_case]
+        met = [F.goal(R.by_metric([runs[rep] for rep in pick]), real)[0] for runs, real in per_case]
         counts.append(sum(1 for m in met if m))
     counts.sort()
     q = lambda f: counts[min(len(counts) - 1, int(f * len(counts)))]  # noqa: E731

@@ -313,7 +313,7 @@ def test_score_subsets_count_the_goal_over_choices_of_seeds(tmp_path, capsys):
     assert T.main(["score", "--out", str(out), "--real", str(path), "--subsets", "4"]) == 2
     assert T.main(["score", "--out", str(out), "--real", str(path), "--subsets", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: --subsets 4: the variant has only 3 seeds in some case", "error: --subsets must be ≥ 1"]
+    assert err == ["error: --subsets 4: the variant has only 3 seeds run in every case", "error: --subsets must be ≥ 1"]
 
 
 def test_report_keeps_the_runs_of_an_earlier_runs_csv_whose_folders_are_gone(tmp_path, capsys):
