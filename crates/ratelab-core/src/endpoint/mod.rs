@@ -12,6 +12,7 @@
 
 pub mod rate;
 pub mod receiver;
+pub mod send_clock;
 pub mod sender;
 
 pub use rate::{cwnd_drop_interval, AudioStream};

@@ -3,6 +3,7 @@
 //! carries its packets; it never sees a socket or an event queue.
 
 use super::rate::{cwnd_drop_interval, AudioStream, SendFrameRate};
+use super::send_clock::SendClock;
 use crate::controller::{Constraints, Controller, Update};
 use crate::feedback::generator::FeedbackReport;
 use crate::feedback::history::SendHistory;
@@ -118,6 +119,8 @@ pub struct MediaSender {
     /// Bytes of each packet the controller does not count (`media.srtp_tag_bytes`): on the wire,
     /// but added after the size is recorded for the estimator.
     srtp_tag: Bytes,
+    /// The send times the controller is told (send_clock.rs).
+    send_clock: SendClock,
 }
 
 /// Stands in for the controller while [`MediaSender::map_controller`] swaps it.
@@ -142,6 +145,7 @@ impl MediaSender {
             cwnd_frame_counter: 0, audio: p.audio, next_frame: None, next_audio: None, next_tick: None, pacer_wake: None, pacer_armed: None,
             out: VecDeque::new(), pause_edge: None, min_wire: Bytes::ZERO, in_flight_timeout: None, expired: Bytes::ZERO, frames_encoded: 0, send_frame_rate: SendFrameRate::default(), fec: None,
             next_media_seq: 0, rtx: None, retransmitted_packets: 0, retransmitted_bytes: Bytes::ZERO, expected_overhead: None, srtp_tag: Bytes::ZERO,
+            send_clock: SendClock::default(),
         }
     }
 
@@ -167,6 +171,10 @@ impl MediaSender {
     /// (`media.srtp_tag_bytes`): libwebrtc records a packet's size for transport feedback
     /// before SRTP appends the tag.
     pub fn set_srtp_tag(&mut self, tag: Bytes) { self.srtp_tag = tag.max(Bytes::ZERO); }
+
+    /// Record send times as a real sender does (`media.send_time_resolution_ms`,
+    /// `media.burst_spacing_us`; send_clock.rs): the wire is unchanged.
+    pub fn set_send_clock(&mut self, clock: SendClock) { self.send_clock = clock; }
 
     /// Answer NACKs with RTX packets from a send-side history (`media.nack`).
     pub fn enable_nack(&mut self) { self.rtx = Some(RtxHistory::new()); }
@@ -424,7 +432,7 @@ impl MediaSender {
     fn send(&mut self, now: Time, size: Bytes, probe_cluster: Option<u32>, payload: Payload, capture: Time) {
         let size = size.max(self.min_wire);
         let counted = (size - self.srtp_tag).max(Bytes::new(1));
-        let sp = self.history.on_sent(now, counted, probe_cluster, payload == Payload::Padding);
+        let sp = self.history.on_sent(self.send_clock.stamp(now), counted, probe_cluster, payload == Payload::Padding);
         let u = self.controller.on_packet_sent(&sp);
         if !u.is_empty() { self.apply(now, u); }
         self.out.push_back(Transmit { seq: sp.seq, size, send_time: now, probe_cluster, payload, capture });
@@ -543,54 +551,5 @@ pub fn expected_overhead_rate(rate: Bitrate, fps: f64, packet: Bytes, per_packet
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::controller::{SentPacket, TransportFeedback};
-    use std::sync::{Arc, Mutex};
-
-    /// Records the sizes the controller is told, and asks for a fixed 1 Mbit/s.
-    struct Sizes(Arc<Mutex<Vec<i64>>>);
-    impl Controller for Sizes {
-        fn on_start(&mut self, _: Time, _: Constraints) -> Update { Update { target_rate: Some(Bitrate::from_kbps(1000)), ..Update::default() } }
-        fn on_packet_sent(&mut self, p: &SentPacket) -> Update { self.0.lock().unwrap().push(p.size.get()); Update::default() }
-        fn on_feedback(&mut self, _: &TransportFeedback) -> Update { Update::default() }
-    }
-
-    /// With `media.srtp_tag_bytes` the wire carries every byte and the controller is told the
-    /// size less the tag, packet by packet (libwebrtc records the size before SRTP appends it).
-    #[test]
-    fn the_controller_counts_each_packet_without_its_srtp_tag() {
-        for tag in [0, 10] {
-            let v = serde_json::json!({"name": "t", "duration_s": 2, "link": {"capacity_kbps": 2000},
-                "flows": [{"kind": "media", "controller": "gcc", "media": {"fps": 15, "header_bytes": 64, "srtp_tag_bytes": tag}}]});
-            let sc = crate::scenario::Scenario::from_json(&v.to_string()).unwrap();
-            let cx = crate::controller::BuildContext::new(1);
-            let fc = &sc.flows[0];
-            let mut s = crate::sim::build::build_media_flow(fc, "flows[0]", &fc.controller, &fc.params, &cx, 1, 0).unwrap().sender;
-            let told = Arc::new(Mutex::new(Vec::new()));
-            s.set_controller(Box::new(Sizes(told.clone())));
-            s.start(Time::ZERO);
-            let mut wire = Vec::new();
-            while let Some(t) = s.poll_timeout().filter(|&t| t < Time::from_ms(2000)) {
-                s.handle_timeout(t);
-                while let Some(x) = s.poll_transmit() { wire.push(x.size.get()); }
-            }
-            assert!(wire.len() > 100, "{} packets", wire.len());
-            let expected: Vec<i64> = wire.iter().map(|w| w - tag).collect();
-            assert_eq!(*told.lock().unwrap(), expected, "tag {tag}");
-        }
-    }
-
-    #[test]
-    fn expected_overhead_by_hand() {
-        let (packet, per_packet) = (Bytes::new(1200 + 65), Bytes::new(90));
-        // 690 kbit/s at 15 frames/s: 5750-byte frames, 5 packets each, 75 packets/s × 90 B × 8
-        assert_eq!(expected_overhead_rate(Bitrate::from_kbps(690), 15.0, packet, per_packet), Bitrate::from_bps(54_000));
-        // 4 Mbit/s: 33 333-byte frames, 27 packets, 405 packets/s
-        assert_eq!(expected_overhead_rate(Bitrate::from_kbps(4000), 15.0, packet, per_packet), Bitrate::from_bps(291_600));
-        // a frame rate under 1 counts as 1 frame/s (a 12 500-byte frame: 10 packets); nothing to
-        // send costs nothing
-        assert_eq!(expected_overhead_rate(Bitrate::from_kbps(100), 0.0, packet, per_packet), Bitrate::from_bps(10 * 720));
-        assert_eq!(expected_overhead_rate(Bitrate::ZERO, 15.0, packet, per_packet), Bitrate::ZERO);
-    }
-}
+#[path = "sender_tests.rs"]
+mod tests;

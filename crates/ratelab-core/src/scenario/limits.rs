@@ -94,6 +94,8 @@ pub const LIMITS: &[Limit] = &[
     r("flows[*].media.audio_frame_ms", 2.5, 120.0, "ms"),
     r("flows[*].media.header_bytes", 0.0, 1500.0, "bytes"),
     r("flows[*].media.srtp_tag_bytes", 0.0, 64.0, "bytes"),
+    noted(r("flows[*].media.send_time_resolution_ms", 0.0, 100.0, "ms"), "0: exact"),
+    noted(r("flows[*].media.burst_spacing_us", 0.0, 10_000.0, "µs"), "0: a burst leaves at one instant"),
     r("flows[*].media.pacer_queue_limit_ms", 0.0, MAX_MS, "ms"),
     r("flows[*].media.pacer_burst_ms", 0.0, 1000.0, "ms"),
     noted(r("flows[*].media.frame_floor_kbit", 0.0, 100_000.0, "kbit"), "0: no floor, frames shrink to any target"),

@@ -244,6 +244,14 @@ pub struct MediaConfig {
     /// after libwebrtc has recorded the packet's size for the bandwidth estimator. 0 (the
     /// default): the controller counts every byte on the wire (docs/fidelity.md, round 9).
     pub srtp_tag_bytes: u32,
+    /// The resolution of the send times the controller is told: libwebrtc records whole
+    /// milliseconds (`SentPacketInfo::send_time_ms`; Chromium: 1). 0 (the default): exact
+    /// (endpoint/send_clock.rs, docs/fidelity.md round 10).
+    pub send_time_resolution_ms: f64,
+    /// The time between consecutive packets of a pacer burst in the send times the controller is
+    /// told: a real host spends microseconds on each (Chromium on the fidelity study's host: 38).
+    /// 0 (the default): a burst leaves at one instant. The wire is unchanged.
+    pub burst_spacing_us: f64,
     /// Pacer queue-time limit (WebRTC 2000 ms).
     pub pacer_queue_limit_ms: f64,
     /// Pacer burst interval: media may leave back to back while the pacer's debt is below this
@@ -322,7 +330,7 @@ impl Default for MediaConfig {
         MediaConfig {
             fps: 30.0, min_kbps: 150.0, max_kbps: 5000.0, start_kbps: 300.0, encoder_lag_ms: 300.0,
             frame_size_noise: 0.1, keyframe_interval_s: 10.0, keyframe_factor: 4.0,
-            max_payload_bytes: 1200, header_bytes: 40, srtp_tag_bytes: 0, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
+            max_payload_bytes: 1200, header_bytes: 40, srtp_tag_bytes: 0, send_time_resolution_ms: 0.0, burst_spacing_us: 0.0, pacer_queue_limit_ms: 2000.0, pacer_burst_ms: 0.0, encoder_pause: true, nack: false, overhead_accounting: true,
             quality_model: QualityModel::ForemanCif, audio_kbps: 0.0, audio_frame_ms: 20.0, fec: false, fec_overhead_cap: MAX_OVERHEAD_SHARE,
             frame_floor_kbit: 0.0, quality_scaler: false, bitrate_adjuster: false, width: 640, height: 360, encoder_min_kbps: None, expected_overhead_bytes: None, preset: None,
         }
@@ -539,7 +547,7 @@ mod tests {
         Scenario::from_json(&v.to_string()).unwrap().validate().unwrap();
     }
 
-    /// `media.preset = "chromium"` is the thirteen settings of docs/fidelity.md, keys set by hand
+    /// `media.preset = "chromium"` is the fifteen settings of docs/fidelity.md, keys set by hand
     /// win, and an unknown name is reported at its path.
     #[test]
     fn a_preset_expands_before_the_schema_and_a_wrong_name_is_named() {
@@ -551,8 +559,10 @@ mod tests {
         assert_eq!((m.encoder_min_kbps, m.frame_floor_kbit, m.preset), (Some(30.0), 27.0, Some(presets::SenderPreset::Chromium)));
         // Chromium's largest packet is 1170 bytes on the wire, whatever header is typed.
         assert_eq!((m.max_payload_bytes, m.srtp_tag_bytes), (1110, 10));
-        // The same as typing the thirteen keys of docs/fidelity.md.
-        v["flows"][0]["media"] = serde_json::json!({"fps": 15, "header_bytes": 60, "max_payload_bytes": 1110, "srtp_tag_bytes": 10, "pacer_burst_ms": 40, "keyframe_interval_s": 200, "keyframe_factor": 2,
+        assert_eq!((m.send_time_resolution_ms, m.burst_spacing_us), (1.0, 38.0));
+        // The same as typing the fifteen keys of docs/fidelity.md.
+        v["flows"][0]["media"] = serde_json::json!({"fps": 15, "header_bytes": 60, "max_payload_bytes": 1110, "srtp_tag_bytes": 10,
+            "send_time_resolution_ms": 1, "burst_spacing_us": 38, "pacer_burst_ms": 40, "keyframe_interval_s": 200, "keyframe_factor": 2,
             "expected_overhead_bytes": 90, "fec": true, "nack": true, "encoder_min_kbps": 30, "frame_floor_kbit": 27, "quality_scaler": true, "bitrate_adjuster": true});
         let typed = Scenario::from_json(&v.to_string()).unwrap().flows[0].media.clone();
         let (mut a, b) = (serde_json::to_value(&m).unwrap(), serde_json::to_value(&typed).unwrap());

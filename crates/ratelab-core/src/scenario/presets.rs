@@ -39,6 +39,13 @@ const CHROMIUM_MAX_WIRE_BYTES: u32 = 1170;
 /// getStats' `transport.srtpCipher`): 80 bits, appended after libwebrtc has recorded the
 /// packet's size for the bandwidth estimator, so the estimator never counts it (round 9).
 const CHROMIUM_SRTP_TAG_BYTES: u32 = 10;
+/// libwebrtc records a packet's send time for transport feedback in whole milliseconds
+/// (`SentPacketInfo::send_time_ms`), which is what its inter-arrival grouping sees (round 10).
+const CHROMIUM_SEND_TIME_RESOLUTION_MS: f64 = 1.0;
+/// The median time between consecutive packets of a burst in the train calls' packet records
+/// (round 10: wired-900k 36 µs in each of 3 calls, fcc-8996 44, wired-200k 82; 38 pooled): the
+/// host's cost per packet, which decides how often a burst straddles a millisecond.
+const CHROMIUM_BURST_SPACING_US: f64 = 38.0;
 /// The per-packet overhead libwebrtc expects (`ExpectedPerPacketOverhead`); fitted on the
 /// train trace wired-900k (round 4).
 const CHROMIUM_EXPECTED_OVERHEAD_BYTES: f64 = 90.0;
@@ -69,6 +76,8 @@ impl SenderPreset {
                     "header_bytes": CHROMIUM_HEADER_BYTES,
                     "max_payload_bytes": max_payload,
                     "srtp_tag_bytes": CHROMIUM_SRTP_TAG_BYTES,
+                    "send_time_resolution_ms": CHROMIUM_SEND_TIME_RESOLUTION_MS,
+                    "burst_spacing_us": CHROMIUM_BURST_SPACING_US,
                     "overhead_accounting": true,
                     "expected_overhead_bytes": CHROMIUM_EXPECTED_OVERHEAD_BYTES,
                     "fec": true,
@@ -118,6 +127,7 @@ mod tests {
         assert_eq!(m["bitrate_adjuster"], json!(true));
         // 1170 bytes on the wire less the 64-byte header; the 10-byte tag is not counted.
         assert_eq!((m["max_payload_bytes"].clone(), m["srtp_tag_bytes"].clone()), (json!(1106), json!(10)));
+        assert_eq!((m["send_time_resolution_ms"].clone(), m["burst_spacing_us"].clone()), (json!(1.0), json!(38.0)));
     }
 
     #[test]

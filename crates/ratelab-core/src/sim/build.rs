@@ -1,6 +1,7 @@
 //! Scenario → simulation: link, loss, queue, flows and their controllers.
 
 use super::media_flow::MediaFlow;
+use crate::endpoint::send_clock::SendClock;
 use crate::endpoint::{AudioStream, MediaReceiver, MediaSender, SenderParts};
 use super::tcp_flow::{OnOff, TcpFlow};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
@@ -185,6 +186,7 @@ pub fn build_media_flow(fc: &FlowConfig, field: &str, controller_name: &str, par
     }
     if let Some(b) = mc.expected_overhead_bytes { sender.set_expected_overhead(Bytes::new(b.round() as i64)); }
     sender.set_srtp_tag(Bytes::new(i64::from(mc.srtp_tag_bytes)));
+    sender.set_send_clock(SendClock::new(Duration::from_ms_f64(mc.send_time_resolution_ms), Duration::from_us(mc.burst_spacing_us.round() as i64)));
     Ok(MediaFlow { sender, receiver: build_media_receiver(fc, built.receiver, None) })
 }
 
