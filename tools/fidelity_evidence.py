@@ -66,6 +66,39 @@ def frame_rate_table(out: Path, cases) -> int:
     return 0
 
 
+def freeze_table(out: Path, cases, within_s: float = 1.0) -> int:
+    """Where each Chromium run's freezes come from (python/ratelab/report/freezes.py): its
+    getStats freezes, the freezes in its delivered frames (the simulator's definition, rebuilt
+    from the emulator's packet record) and how many getStats freezes have a delivered-frame
+    freeze within `within_s`; beside the simulator's mean over the sim-gcc seeds in `out`."""
+    import json
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from ratelab.report import freezes as F
+
+    print("| case | run | getStats freezes | delivered-frame freezes | getStats near a delivered one | "
+          "getStats with none near (playout) | sim gcc freezes (seeds) |")
+    print("|---|---|---|---|---|---|---|")
+    for case in cases:
+        sims = []
+        for f in sorted((out / case.name / "sim-gcc").glob("s*/summary.json")):
+            flows = json.loads(f.read_text())["runs"][0]["flows"]
+            sims.append(float(flows[0]["freeze_count"]))
+        sim = f"{np.mean(sims):.1f} ({len(sims)})" if sims else "—"
+        for d in sorted((out / case.name / "chromium").glob("r*/chromium")):
+            if not (d / "packets.parquet").is_file():
+                continue
+            packets = pq.read_table(d / "packets.parquet").to_pandas()
+            series = pq.read_table(d / "series.parquet").to_pandas()
+            got = F.getstats_freeze_times(series)
+            delivered = F.freeze_times(F.decodable_times(packets))
+            near, none = F.split(got, delivered, within_s)
+            print(f"| {case.name} | {d.parent.name} | {len(got)} | {len(delivered)} | {near} | {none} | {sim} |")
+    return 0
+
+
 def _bursts(path: Path) -> tuple[float, float] | None:
     """(bursts per second, median burst kB) of the packets reaching the bottleneck after 5 s: a
     burst is a run of packets less than 0.5 ms apart (a paced stream at the highest pacing rates

@@ -25,25 +25,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-
-def classify(ssrc: np.ndarray, marker: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """Per packet (in send order): 0 media, 1 ULPFEC, 2 RTX / other SSRC."""
-    kind = np.full(len(ssrc), 2, dtype=np.int8)
-    if not len(ssrc):
-        return kind
-    ids, counts = np.unique(ssrc[marker], return_counts=True)
-    if not len(ids):
-        return kind
-    media = ids[np.argmax(counts)]
-    ended: set[int] = set()
-    for i in np.flatnonzero(ssrc == media):
-        t = int(ts[i])
-        if marker[i]:
-            kind[i] = 0
-            ended.add(t)
-        else:
-            kind[i] = 1 if t in ended else 0
-    return kind
+from ratelab.report.freezes import classify  # noqa: F401 - the tests and the study import it from here too
 
 
 def load(run: Path, flow: int = 0):

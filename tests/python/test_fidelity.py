@@ -346,3 +346,60 @@ def test_report_keeps_the_runs_of_an_earlier_runs_csv_whose_folders_are_gone(tmp
     capsys.readouterr()
     assert T.main(["report", "--out", str(out), "--docs", str(tmp_path / "x"), "--keep", str(tmp_path / "no.csv")]) == 2
     assert capsys.readouterr().err.strip().startswith("error: --keep: no such file")
+
+
+def test_freeze_rule_on_render_times_by_hand():
+    """libwebrtc's rule on whole milliseconds: the interval joins the last-30 average before
+    it is tested, and 5 intervals are needed (the simulator's receiver, media/receiver.rs)."""
+    from ratelab.report import freezes as Z
+
+    # 10 frames 67 ms apart, then 300 ms: avg (9·67 + 300) // 10 = 90, threshold max(270, 240)
+    t = [i * 0.067 for i in range(10)] + [9 * 0.067 + 0.300]
+    assert Z.freeze_times(t) == [pytest.approx(0.903)]
+    # 260 ms: (603 + 260) // 10 = 86, threshold 258, a freeze; 250 ms: 85, threshold 255, none
+    assert len(Z.freeze_times([i * 0.067 for i in range(10)] + [0.603 + 0.260])) == 1
+    assert Z.freeze_times([i * 0.067 for i in range(10)] + [0.603 + 0.250]) == []
+    # too few intervals: 3 frames then a long gap is no freeze
+    assert Z.freeze_times([0.0, 0.067, 0.134, 1.0]) == []
+
+
+def test_delivered_frames_wait_for_the_repair_of_a_lost_packet_and_block_later_frames():
+    """Frame 2 loses a packet whose RTX copy arrives 400 ms later: frames 2-7 decode then; the
+    delivered-frame freeze lands there, and a getStats freeze 0.3 s later is matched to it."""
+    import pandas as pd
+
+    from ratelab.report import freezes as Z
+
+    rows = []
+    for k in range(20):  # 20 frames at 15 frames/s, two packets each, 40 ms one way
+        for j in range(2):
+            sent = k * 0.0667 + j * 0.001
+            lost = (k == 12 and j == 1)
+            rows.append(dict(flow=0, send_s=sent, recv_s=np.nan if lost else sent + 0.040, lost=lost, ssrc=1,
+                             marker=(j == 1), rtp_ts=k * 6000))
+    rows.append(dict(flow=0, send_s=0.9, recv_s=12 * 0.0667 + 0.040 + 0.400, lost=False, ssrc=2, marker=False, rtp_ts=0))
+    d = Z.decodable_times(pd.DataFrame(rows))
+    assert len(d) == 20
+    assert d[12] == pytest.approx(12 * 0.0667 + 0.440)
+    assert (d[12:18] == d[12]).all()  # frames 13-17 arrived before frame 12 was repaired
+    assert d[18] == pytest.approx(18 * 0.0667 + 0.041) and d[19] == pytest.approx(19 * 0.0667 + 0.041)
+    got = Z.freeze_times(d)
+    assert got == [pytest.approx(d[12], abs=1e-3)]
+    assert Z.split([got[0] + 0.3, 20.0], got) == (1, 1)
+    # an FEC packet of frame 12 that arrived repairs the loss instead (the RTX copy is spare)
+    fec = dict(flow=0, send_s=12 * 0.0667 + 0.002, recv_s=12 * 0.0667 + 0.045, lost=False, ssrc=1, marker=False,
+               rtp_ts=12 * 6000)
+    d = Z.decodable_times(pd.DataFrame(rows + [fec]))
+    assert d[12] == pytest.approx(12 * 0.0667 + 0.045) and Z.freeze_times(d) == []
+    # a loss never repaired ends what decodes
+    rows.pop()
+    assert len(Z.decodable_times(pd.DataFrame(rows))) == 12
+
+
+def test_getstats_freeze_times_are_the_steps_of_the_counter():
+    import pandas as pd
+
+    from ratelab.report import freezes as Z
+
+    s = pd.DataFrame(dict(t_s=[0.25, 0.5, 0.75, 1.0, 1.25], flow=[0] * 5, freezes=[0, np.nan, 1, 1, 3]))
+    assert Z.getstats_freeze_times(s) == [0.75, 1.25, 1.25]
