@@ -91,6 +91,9 @@ def freeze_table(out: Path, cases, within_s: float = 1.0) -> int:
             if not (d / "packets.parquet").is_file():
                 continue
             packets = pq.read_table(d / "packets.parquet").to_pandas()
+            if not {"ssrc", "marker", "rtp_ts"} <= set(packets.columns):
+                print(f"| {case.name} | {d.parent.name} | — | — (its packet record predates the RTP columns) | — | — | {sim} |")
+                continue
             series = pq.read_table(d / "series.parquet").to_pandas()
             got = F.getstats_freeze_times(series)
             delivered = F.freeze_times(F.decodable_times(packets))

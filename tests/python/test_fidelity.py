@@ -403,3 +403,38 @@ def test_getstats_freeze_times_are_the_steps_of_the_counter():
 
     s = pd.DataFrame(dict(t_s=[0.25, 0.5, 0.75, 1.0, 1.25], flow=[0] * 5, freezes=[0, np.nan, 1, 1, 3]))
     assert Z.getstats_freeze_times(s) == [0.75, 1.25, 1.25]
+
+
+def test_evidence_freezes_table_of_a_hand_made_study(tmp_path, capsys):
+    """One Chromium run whose frame 12 waits 400 ms for its RTX copy (one delivered-frame
+    freeze), getStats counting it 0.3 s later and one more with steady arrivals; a sim seed with
+    2 freezes. A run recorded before the RTP columns is named, not a traceback."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    T = tool()
+    run = tmp_path / "const-500k" / "chromium" / "r1" / "chromium"
+    run.mkdir(parents=True)
+    rows = {k: [] for k in ("flow", "send_s", "recv_s", "lost", "ssrc", "marker", "rtp_ts", "size")}
+    for k in range(60):
+        for j in range(2):
+            sent = k * 0.0667 + j * 0.001
+            lost = k == 30 and j == 1
+            for key, v in zip(rows, (0, sent, np.nan if lost else sent + 0.04, lost, 1, j == 1, k * 6000, 1000)):
+                rows[key].append(v)
+    for key, v in zip(rows, (0, 2.1, 30 * 0.0667 + 0.44, False, 2, False, 0, 1000)):
+        rows[key].append(v)
+    pq.write_table(pa.table(rows), run / "packets.parquet")
+    t = np.arange(0.25, 5.0, 0.25)
+    fz = (t >= 2.75).astype(float) + (t >= 4.5)
+    pq.write_table(pa.table({"t_s": t, "flow": np.zeros(len(t), np.uint32), "freezes": fz}), run / "series.parquet")
+    sim = tmp_path / "const-500k" / "sim-gcc" / "s1"
+    sim.mkdir(parents=True)
+    (sim / "summary.json").write_text(json.dumps({"runs": [{"flows": [{"freeze_count": 2}]}]}))
+    old = tmp_path / "const-500k" / "chromium" / "r2" / "chromium"
+    old.mkdir(parents=True)
+    pq.write_table(pa.table({"flow": [0], "send_s": [0.0], "recv_s": [0.1], "lost": [False]}), old / "packets.parquet")
+    assert T.main(["evidence", "--freezes", "--out", str(tmp_path), "--cases", "^const-500k$"]) == 0
+    out = capsys.readouterr().out
+    assert "| const-500k | r1 | 2 | 1 | 1 | 1 | 2.0 (1) |" in out, out
+    assert "| const-500k | r2 | — | — (its packet record predates the RTP columns)" in out, out
