@@ -6,10 +6,12 @@
 //! the fidelity study's 2-core host: a median 38 µs between the packets of a burst, train
 //! calls' packet records), and libwebrtc records the time a packet left in **whole
 //! milliseconds** (`SentPacketInfo::send_time_ms`, read by `TransportFeedbackAdapter::
-//! ProcessSentPacket`). Both matter to the delay-based estimator: `InterArrivalDelta` puts a
-//! packet with the same send time as the group's last into the group unconditionally, so with
-//! identical send times a congested queue merges every burst up to the 100 ms burst limit,
-//! while a real burst that straddles a millisecond boundary starts a new group
+//! ProcessSentPacket`). Both matter to the delay-based estimator. Behind a congested queue,
+//! `InterArrivalDelta` merges each burst into the group before it (its packets arrive sooner
+//! after the group than they were sent), up to the 100 ms burst limit, unless a packet's send
+//! gap is shorter than its arrival gap: then a group older than 5 ms ends. A burst at one
+//! instant never has such a packet; a real one that straddles a millisecond boundary does (a
+//! 1 ms send gap against a packet's serialization time), so its groups stay short
 //! (docs/fidelity.md, round 10). The wire is unchanged: only the recorded time moves.
 
 use crate::units::{Duration, Time};
