@@ -301,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--out", required=True)
     e.add_argument("--cases", help="regular expression on case names")
     e.add_argument("--frame-rate", action="store_true", help="instead: Chromium's frame rate against its encoder target, per width")
+    e.add_argument("--frame-intervals", action="store_true",
+                   help="instead: the histogram of Chromium's and the simulator's frame intervals, in frame periods")
     e.add_argument("--freezes", action="store_true",
                    help="instead: where each Chromium run's freezes come from (delivered frames or playout)")
     q = sub.add_parser("report", help="table, runs.csv and figures from the run folders")
@@ -346,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
             cs = select(a.cases)
             if a.freezes:
                 return E.freeze_table(Path(a.out), cs)
+            if a.frame_intervals:
+                return E.frame_interval_table(Path(a.out), cs)
             return E.frame_rate_table(Path(a.out), cs) if a.frame_rate else E.evidence(Path(a.out), cs)
         return list_cases(a)
     except Bad as exc:

@@ -102,6 +102,49 @@ def freeze_table(out: Path, cases, within_s: float = 1.0) -> int:
     return 0
 
 
+def frame_interval_table(out: Path, cases, fps: float = 15.0, after_s: float = 10.0) -> int:
+    """The histogram of the intervals between encoded frames, in frame periods (2, 3, ... 9 and
+    more; after `after_s`): Chromium's from its packet record (media packets grouped by RTP
+    timestamp, capture times from the timestamps), the simulator's from its series (frames
+    counted per series sample). libvpx's decimation leaves 2-4 periods and its buffer-underrun
+    drops 6-8; docs/fidelity.md, round 10."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from fidelity_fec_share import load
+
+    period = 1.0 / fps
+    cols = [str(k) for k in range(2, 9)] + ["9+"]
+    print(f"| case | run | {' | '.join(cols)} |")
+    print("|---|---|" + "---|" * len(cols))
+
+    def row(case: str, run: str, t: np.ndarray, gaps: np.ndarray) -> None:
+        n = np.bincount(np.clip(gaps[t > after_s], 1, 9), minlength=10)[2:]
+        print(f"| {case} | {run} | " + " | ".join(str(int(v)) for v in n) + " |")
+
+    for case in cases:
+        for d in sorted((out / case.name / "chromium").glob("r*/chromium")):
+            if not (d / "packets.parquet").is_file():
+                continue
+            send, _, kind, ts, _ = load(d)
+            media = kind == 0
+            stamps, first = np.unique(ts[media], return_index=True)
+            order = np.argsort(send[media][first])
+            sent, stamps = send[media][first][order], stamps[order].astype(np.int64)
+            capture = np.unwrap(stamps.astype(float), period=2.0 ** 32) / 90_000.0
+            row(case.name, d.parent.name, sent[1:], np.round(np.diff(capture) / period).astype(int))
+        seeds = sorted((out / case.name / "sim-gcc").glob("s*/*/series.parquet"),
+                       key=lambda f: int(f.parent.parent.name[1:]) if f.parent.parent.name[1:].isdigit() else 0)
+        for f in seeds[:3]:
+            s = pq.read_table(f, columns=["t_s", "flow", "fps"]).to_pydict()
+            t, flow, rate = (np.asarray(s[k], dtype=float) for k in ("t_s", "flow", "fps"))
+            m = flow == 0
+            step = float(np.median(np.diff(t[m]))) if m.sum() > 1 else 0.0
+            frames = np.repeat(t[m], np.round(np.nan_to_num(rate[m]) * step).astype(int))
+            row(case.name, "sim " + f.parent.parent.name, frames[1:], np.maximum(1, np.round(np.diff(frames) / period).astype(int)))
+    return 0
+
+
 def _bursts(path: Path) -> tuple[float, float] | None:
     """(bursts per second, median burst kB) of the packets reaching the bottleneck after 5 s: a
     burst is a run of packets less than 0.5 ms apart (a paced stream at the highest pacing rates
