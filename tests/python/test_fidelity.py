@@ -430,7 +430,7 @@ def test_evidence_freezes_table_of_a_hand_made_study(tmp_path, capsys):
     pq.write_table(pa.table({"t_s": t, "flow": np.zeros(len(t), np.uint32), "freezes": fz}), run / "series.parquet")
     sim = tmp_path / "const-500k" / "sim-gcc" / "s1"
     sim.mkdir(parents=True)
-    (sim / "summary.json").write_text(json.dumps({"runs": [{"flows": [{"freeze_count": 2}]}]}))
+    (sim / "summary.json").write_text(json.dumps({"runs": [{"flows": [{"id": 0, "freeze_count": 2}]}]}))
     old = tmp_path / "const-500k" / "chromium" / "r2" / "chromium"
     old.mkdir(parents=True)
     pq.write_table(pa.table({"flow": [0], "send_s": [0.0], "recv_s": [0.1], "lost": [False]}), old / "packets.parquet")
