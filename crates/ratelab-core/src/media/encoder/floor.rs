@@ -5,18 +5,15 @@
 //! Three parts, each after what Chromium 156's VP8 does (docs/models/encoder.md):
 //! * the smallest delta frame at each resolution (the floor), growing with the time since the
 //!   last encoded frame (more motion to code after a gap);
-//! * libvpx's frame dropping as libwebrtc configures it: a frame is dropped while the rate
-//!   control's buffer is below 30 % of its optimal level (`rc_dropframe_thresh` 30,
-//!   `rc_buf_optimal_sz` 600 ms), i.e. while the bytes produced beyond the budget exceed
-//!   0.42 s of the target;
+//! * libvpx's frame dropping as libwebrtc configures it (vpx_drop.rs): regular decimation to
+//!   one frame in 2, 3 or 4 as the rate control's buffer empties, every frame while it is
+//!   below zero;
 //! * the quality scaler (scaler.rs) on libwebrtc's resolution ladder.
 
 use super::scaler::{qp_proxy, Adapt, QualityScaler};
+use super::vpx_drop::{Decision, VpxDrop};
 use crate::units::{Duration, Time};
 
-/// libvpx drops while its buffer is below `rc_dropframe_thresh` (30 %) of the optimal level
-/// (600 ms of the target): the overshoot it tolerates is (1 - 0.3) × 0.6 s of the target.
-pub const DROP_DEBT_S: f64 = (1.0 - 0.30) * 0.6;
 /// How the floor scales with the picture: floor ∝ pixels^0.62. Chromium's VP8 on the
 /// fidelity study's high-motion source keeps 15 frames/s down to about 27 kbit per frame at
 /// 640x360 and 11.5 kbit at 320x180 (train traces, docs/fidelity/evidence-frame-rate.md):
@@ -50,11 +47,12 @@ pub struct FrameFloor {
     scaler: Option<QualityScaler>,
     last_encoded: Option<Time>,
     dropped: u64,
+    drop: VpxDrop,
 }
 
 impl FrameFloor {
     pub fn new(cfg: FloorConfig) -> Self {
-        FrameFloor { cfg, step: 0, scaler: None, last_encoded: None, dropped: 0 }
+        FrameFloor { cfg, step: 0, scaler: None, last_encoded: None, dropped: 0, drop: VpxDrop::new() }
     }
 
     /// The picture now (the ladder's step applied to the source).
@@ -96,6 +94,10 @@ impl FrameFloor {
             _ => false,
         }
     }
+
+    /// libvpx's rate control on the frame captured now, at buffer level `level_s` (seconds of
+    /// the target).
+    pub fn decide(&mut self, level_s: f64, keyframe: bool) -> Decision { self.drop.decide(level_s, keyframe) }
 
     pub fn on_dropped(&mut self) {
         self.dropped += 1;
