@@ -134,6 +134,12 @@ impl Controller for Unset {
 /// than bursting.
 const CATCH_UP: Duration = Duration::from_secs(1);
 
+/// goog_cc's `MaybeTriggerOnNetworkChanged` fires when the RTT changes, and the RTT comes with
+/// each RTCP receiver report: libwebrtc's video report interval, 1 s on average
+/// (`RTCPSender`'s `kDefaultVideoReportInterval`, randomized 0.5-1.5×). Each such report runs
+/// `RtpVideoSender::OnBitrateUpdated`, so the FEC share taken off the encoder is at most this old.
+const PROTECTION_REFRESH: Duration = Duration::from_secs(1);
+
 impl MediaSender {
     pub fn new(p: SenderParts) -> MediaSender {
         let payload_share = p.max_payload as f64 / (p.max_payload as f64 + p.header.as_f64());
@@ -271,7 +277,11 @@ impl MediaSender {
             }
         }
         let u = self.controller.on_feedback(&fb);
-        let refresh = loss_report && u.target_rate.is_none();
+        // goog_cc also reports the network when only its RTT moved, which each RTCP receiver
+        // report (about one a second) does: the protection is refreshed at least that often,
+        // also where too few packets for a loss report arrive (a few frames a second).
+        let stale = self.fec.as_ref().and_then(|f| f.updated_at()).is_some_and(|t| now - t >= PROTECTION_REFRESH);
+        let refresh = (loss_report || stale) && u.target_rate.is_none();
         self.apply(now, u);
         if refresh { self.refresh_protection(now); }
         self.arm_pacer(now);

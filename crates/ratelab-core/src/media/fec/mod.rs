@@ -42,6 +42,8 @@ pub struct FecSender {
     lost: u32,
     expected: u32,
     next_loss_update: Option<Time>,
+    /// The last `on_bitrate_update` (new protection factors and share).
+    updated_at: Option<Time>,
     rtt: Duration,
     /// The picture the encoder makes now, as the protection tables see it (libwebrtc's
     /// `SetEncodingData`, called again whenever the resolution adapts).
@@ -62,7 +64,7 @@ impl FecSender {
     pub fn new(fps: f64, max_payload: u32, resolution: (u32, u32)) -> Self {
         FecSender {
             fps, max_payload: max_payload as f64, filter: LossFilter::default(), packets_per_frame: ExpFilter::new(0.9999), packets_per_key_frame: ExpFilter::new(0.9999),
-            last_frame_update: None, last_key_update: None, generator: UlpfecGenerator::new(), loss255: 0, lost: 0, expected: 0, next_loss_update: None,
+            last_frame_update: None, last_key_update: None, generator: UlpfecGenerator::new(), loss255: 0, lost: 0, expected: 0, next_loss_update: None, updated_at: None,
             rtt: Duration::ZERO, resolution, sent: VecDeque::new(), share: 0.0, overhead_cap: MAX_OVERHEAD_SHARE, nack_only: false, protection: Protection::default(), video_bytes: Bytes::ZERO, fec_bytes: Bytes::ZERO,
         }
     }
@@ -123,6 +125,7 @@ impl FecSender {
     /// `RtpVideoSender::OnBitrateUpdated` → `UpdateFecRates`: new protection factors from the
     /// filtered loss, and the protection share of what was sent in the last second.
     pub fn on_bitrate_update(&mut self, now: Time, payload_rate: Bitrate) {
+        self.updated_at = Some(now);
         let filtered = self.filter.update(now, self.loss255);
         let inputs = Inputs {
             loss255: filtered, bitrate_kbps: (payload_rate.bps_f64() / 1000.0) as f32, fps: self.fps as f32, rtt_ms: self.rtt.as_us() / 1000, width: self.resolution.0, height: self.resolution.1,
@@ -138,6 +141,8 @@ impl FecSender {
     /// Share of the rate the encoder does not get ((FEC + retransmissions) sent / all video sent,
     /// capped at 50 % unless [`FecSender::with_overhead_cap`] says otherwise).
     pub fn overhead_share(&self) -> f64 { self.share }
+    /// When the protection was last updated (`None`: not yet).
+    pub fn updated_at(&self) -> Option<Time> { self.updated_at }
     pub fn protection(&self) -> Protection { self.protection }
 
     /// A media packet left the pacer: count it and feed the generator.
