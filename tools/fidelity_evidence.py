@@ -104,23 +104,23 @@ def freeze_table(out: Path, cases, within_s: float = 1.0) -> int:
 
 
 def frame_interval_table(out: Path, cases, fps: float = 15.0, after_s: float = 10.0) -> int:
-    """The histogram of the intervals between encoded frames, in frame periods (2, 3, ... 9 and
+    """The histogram of the intervals between encoded frames, in frame periods (1, 2, ... 9 and
     more; after `after_s`): Chromium's from its packet record (media packets grouped by RTP
     timestamp, capture times from the timestamps), the simulator's from its series (frames
     counted per series sample). libvpx's decimation leaves 2-4 periods and its buffer-underrun
-    drops 6-8; docs/fidelity.md, round 10."""
+    drops 6-8; docs/fidelity.md, rounds 10 and 11."""
     import numpy as np
     import pyarrow.parquet as pq
 
     from fidelity_fec_share import load
 
     period = 1.0 / fps
-    cols = [str(k) for k in range(2, 9)] + ["9+"]
+    cols = [str(k) for k in range(1, 9)] + ["9+"]
     print(f"| case | run | {' | '.join(cols)} |")
     print("|---|---|" + "---|" * len(cols))
 
     def row(case: str, run: str, t: np.ndarray, gaps: np.ndarray) -> None:
-        n = np.bincount(np.clip(gaps[t > after_s], 1, 9), minlength=10)[2:]
+        n = np.bincount(np.clip(gaps[t > after_s], 1, 9), minlength=10)[1:]
         print(f"| {case} | {run} | " + " | ".join(str(int(v)) for v in n) + " |")
 
     for case in cases:

@@ -441,17 +441,17 @@ def test_evidence_freezes_table_of_a_hand_made_study(tmp_path, capsys):
 
 
 def test_frame_interval_histogram_by_hand(tmp_path, capsys):
-    """Chromium frames captured 2, 2, 3 and 7 periods apart (15 frames/s) after 10 s, one packet
-    each; a sim seed whose series shows a frame every 2 periods."""
+    """Chromium frames captured 1, 2, 2, 3 and 7 periods apart (15 frames/s) after 10 s, one
+    packet each; a sim seed whose series shows a frame every 2 periods."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     T = tool()
     run = tmp_path / "const-500k" / "chromium" / "r1" / "chromium"
     run.mkdir(parents=True)
-    periods = [0, 2, 4, 7, 14]
+    periods = [0, 1, 3, 5, 8, 15]
     send = [10.5 + k / 15 for k in periods]
-    pq.write_table(pa.table({"flow": [0] * 5, "send_s": send, "size": [1000] * 5, "ssrc": [7] * 5, "marker": [True] * 5,
+    pq.write_table(pa.table({"flow": [0] * 6, "send_s": send, "size": [1000] * 6, "ssrc": [7] * 6, "marker": [True] * 6,
                              "rtp_ts": [1000 + 6000 * k for k in periods]}), run / "packets.parquet")
     pq.write_table(pa.table({"flow": [0], "t_s": [0.25], "target_kbps": [500.0], "encoder_target_kbps": [400.0],
                              "fps": [15.0], "width": [640.0]}), run / "series.parquet")
@@ -463,6 +463,6 @@ def test_frame_interval_histogram_by_hand(tmp_path, capsys):
     pq.write_table(pa.table({"t_s": t, "flow": np.zeros(len(t), np.uint32), "fps": every}), sim / "series.parquet")
     assert T.main(["evidence", "--frame-intervals", "--out", str(tmp_path), "--cases", "^const-500k$"]) == 0
     out = capsys.readouterr().out
-    assert "| const-500k | r1 | 2 | 1 | 0 | 0 | 0 | 1 | 0 | 0 |" in out, out
+    assert "| const-500k | r1 | 1 | 2 | 1 | 0 | 0 | 0 | 1 | 0 | 0 |" in out, out
     row = next(line for line in out.splitlines() if "sim s1" in line).split("|")
-    assert int(row[3]) > 60 and sum(int(x) for x in row[4:-1]) == 0, out
+    assert int(row[3]) == 0 and int(row[4]) > 60 and sum(int(x) for x in row[5:-1]) == 0, out
