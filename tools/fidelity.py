@@ -9,7 +9,9 @@ stack and the simulator on the same cases, the same metrics, side by side.
 
 ``run`` is resumable: every run gets its own folder ``OUT/<case>/<contender>/<r1|s1>/``, written
 as ``<name>.part`` and renamed when complete; a rerun skips complete folders (real time is
-precious). Real-time runs (Chromium, live) go strictly one at a time (a lock file in OUT keeps
+precious). A complete simulated or live run made by another simulator build or with other
+``--model`` settings is not mixed into a rerun: one line names it, exit 2. Real-time runs
+(Chromium, live) go strictly one at a time (a lock file in OUT keeps
 two invocations apart), and each records the 1-min load average and the core count before and
 after, and the browser's CPU-limitation flags. A case the browser cannot run yet (several flows
 or the reverse direction need the routed emulator) is recorded in ``refused.txt`` and skipped;
@@ -202,6 +204,34 @@ def realtime_lock(out: Path, needed: bool):
         yield
 
 
+_BUILD: list[str] = []
+
+
+def simulator_build() -> str:
+    """Which simulator makes the sim and live runs: ratelab's version and a digest of its
+    compiled core (a rebuilt core changes it)."""
+    if not _BUILD:
+        import hashlib
+
+        import ratelab
+        from ratelab import _core
+        digest = hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:12]
+        _BUILD.append(f"{ratelab.__version__}+{digest}")
+    return _BUILD[0]
+
+
+def check_resumable(done: Path, model: list[str]) -> None:
+    """A complete sim or live run is kept on a rerun only if the same simulator build made it
+    with the same ``--model`` settings (a run recorded before builds were recorded is kept);
+    otherwise the folder would mix two variants, so this stops with one line."""
+    old = json.loads((done / "meta.json").read_text())
+    made_by, old_model = old.get("simulator"), list(old.get("model") or [])
+    if old_model != list(model) or (made_by is not None and made_by != simulator_build()):
+        raise Bad(f"error: {done}: made by simulator {made_by or 'unrecorded'} with --model {old_model or 'none'}, "
+                  f"this run is {simulator_build()} with --model {list(model) or 'none'}: use another --out, "
+                  f"or remove that folder to run it again")
+
+
 def one_run(folder: Path, rep: str, case: Case, sc, kind: str, ctrl: str, browser: dict[str, Any], a) -> bool:
     """Run one contender once into ``folder/rep`` unless already complete; False if refused."""
     from ratelab.errors import InputError
@@ -209,6 +239,8 @@ def one_run(folder: Path, rep: str, case: Case, sc, kind: str, ctrl: str, browse
 
     done, part = folder / rep, folder / f"{rep}.part"
     if (done / "meta.json").is_file():
+        if kind != "browser":
+            check_resumable(done, a.model)
         return True
     media_fps = None
     if kind != "browser" and a.same_fps:  # the simulated and live sources at the browser's frame rate
@@ -224,6 +256,8 @@ def one_run(folder: Path, rep: str, case: Case, sc, kind: str, ctrl: str, browse
                             "duration_s": sc.duration_s, "duration_cap_s": a.duration_cap, "media_fps": media_fps,
                             "model": list(a.model) if kind != "browser" else [], "cpus": os.cpu_count(),
                             "load1_before": os.getloadavg()[0], "started_unix": time.time()}
+    if kind != "browser":
+        meta["simulator"] = simulator_build()
     label = f"{case.name} · {folder.name} · {rep}"
     print(f"fidelity: {label} ({sc.duration_s:g} s{' real time' if kind != 'sim' else ''}, load {meta['load1_before']:.2f})",
           file=sys.stderr, flush=True)

@@ -292,6 +292,29 @@ def test_score_judges_simulator_runs_against_a_runs_csv(tmp_path, capsys):
     assert len(err) == 2 and err[0].startswith("error: --real: no such file") and "no run of contender 'live-gcc'" in err[1]
 
 
+def test_a_rerun_keeps_only_runs_of_the_same_simulator_and_model(tmp_path, capsys):
+    """A rerun skips complete simulated runs made by this build with the same ``--model``; one
+    made with other settings or by another build is one line naming its folder, exit 2 (it
+    would mix two variants); a run recorded before builds were recorded is kept."""
+    T = tool()
+    out = tmp_path / "variant"
+    args = ["run", "--out", str(out), "--cases", "^const-500k$", "--contender", "sim-gcc", "--seeds", "1", "--duration-cap", "4"]
+    assert T.main(args) == 0
+    meta_path = out / "const-500k" / "sim-gcc" / "s1" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["simulator"] == T.simulator_build() and meta["simulator"].startswith("0.1.0+")
+    assert T.main(args) == 0 and json.loads(meta_path.read_text())["started_unix"] == meta["started_unix"]
+    capsys.readouterr()
+    assert T.main(args + ["--model", "media.fps=10"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(meta_path.parent) in err[0] and "media.fps=10" in err[0], err
+    meta_path.write_text(json.dumps({**meta, "simulator": "0.1.0+000000000000"}))
+    assert T.main(args) == 2
+    assert "made by simulator 0.1.0+000000000000" in capsys.readouterr().err
+    meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k != "simulator"}))
+    assert T.main(args) == 0
+
+
 def test_score_subsets_count_the_goal_over_choices_of_seeds(tmp_path, capsys):
     """``score --subsets K``: every choice of K seeds when there are few; all the seeds give the
     main count; the real side equal to one seed's metrics passes on that seed alone; more seeds
