@@ -301,6 +301,21 @@ def one_run(folder: Path, rep: str, case: Case, sc, kind: str, ctrl: str, browse
 
 # ------------------------------------------------------------------------------------- report
 
+def window(text: str) -> tuple[float, float]:
+    """``FROM:TO`` in seconds (either side may be empty: the start, the end) as (from, to)."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        lo = float(parts[0]) if parts[0].strip() else 0.0
+        hi = float(parts[1]) if parts[1].strip() else math.inf
+    except ValueError:
+        raise Bad(f"error: --window {text!r}: expected FROM:TO in seconds, e.g. 40:60 or 10:") from None
+    if not (math.isfinite(lo) and lo >= 0 and hi > lo):
+        raise Bad(f"error: --window {text!r}: FROM must be 0 or more and TO after it")
+    return lo, hi
+
+
 def list_cases(_a) -> int:
     for c in cases():
         print(f"{c.name:44s} {c.split:5s} {c.base:18s} {' '.join(c.overrides)}")
@@ -339,6 +354,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="instead: the histogram of Chromium's and the simulator's frame intervals, in frame periods")
     e.add_argument("--freezes", action="store_true",
                    help="instead: where each Chromium run's freezes come from (delivered frames or playout)")
+    e.add_argument("--window", default="10:", metavar="FROM:TO",
+                   help="with --frame-intervals: the intervals that end in this span of the call, seconds "
+                        "(default 10: from 10 s to the end)")
     q = sub.add_parser("report", help="table, runs.csv and figures from the run folders")
     q.add_argument("--out", required=True)
     q.add_argument("--docs", default=str(ROOT / "docs" / "fidelity"))
@@ -383,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
             if a.freezes:
                 return E.freeze_table(Path(a.out), cs)
             if a.frame_intervals:
-                return E.frame_interval_table(Path(a.out), cs)
+                after, until = window(a.window)
+                return E.frame_interval_table(Path(a.out), cs, after_s=after, until_s=until)
             return E.frame_rate_table(Path(a.out), cs) if a.frame_rate else E.evidence(Path(a.out), cs)
         return list_cases(a)
     except Bad as exc:

@@ -103,9 +103,9 @@ def freeze_table(out: Path, cases, within_s: float = 1.0) -> int:
     return 0
 
 
-def frame_interval_table(out: Path, cases, fps: float = 15.0, after_s: float = 10.0) -> int:
+def frame_interval_table(out: Path, cases, fps: float = 15.0, after_s: float = 10.0, until_s: float = math.inf) -> int:
     """The histogram of the intervals between encoded frames, in frame periods (1, 2, ... 9 and
-    more; after `after_s`): Chromium's from its packet record (media packets grouped by RTP
+    more; those ending after `after_s` and before `until_s`): Chromium's from its packet record (media packets grouped by RTP
     timestamp, capture times from the timestamps), the simulator's from its series (frames
     counted per series sample). libvpx's decimation leaves 2-4 periods and its buffer-underrun
     drops 6-8; docs/fidelity.md, rounds 10 and 11."""
@@ -120,7 +120,7 @@ def frame_interval_table(out: Path, cases, fps: float = 15.0, after_s: float = 1
     print("|---|---|" + "---|" * len(cols))
 
     def row(case: str, run: str, t: np.ndarray, gaps: np.ndarray) -> None:
-        n = np.bincount(np.clip(gaps[t > after_s], 1, 9), minlength=10)[1:]
+        n = np.bincount(np.clip(gaps[(t > after_s) & (t < until_s)], 1, 9), minlength=10)[1:]
         print(f"| {case} | {run} | " + " | ".join(str(int(v)) for v in n) + " |")
 
     for case in cases:

@@ -494,3 +494,10 @@ def test_frame_interval_histogram_by_hand(tmp_path, capsys):
     assert "| const-500k | r1 | 1 | 2 | 1 | 0 | 0 | 0 | 1 | 0 | 0 |" in out, out
     row = next(line for line in out.splitlines() if "sim s1" in line).split("|")
     assert int(row[3]) == 0 and int(row[4]) > 60 and sum(int(x) for x in row[5:-1]) == 0, out
+    # --window: only the intervals that end inside it (here the 1, 2, 2 before 11 s)
+    assert T.main(["evidence", "--frame-intervals", "--out", str(tmp_path), "--cases", "^const-500k$", "--window", "10:11"]) == 0
+    assert "| const-500k | r1 | 1 | 2 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |" in capsys.readouterr().out
+    for bad in ("60", "5:2", "a:b", "-1:"):
+        assert T.main(["evidence", "--frame-intervals", "--out", str(tmp_path), f"--window={bad}"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: --window '{bad}'"), err
