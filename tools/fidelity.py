@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import csv
 import fcntl
+import functools
 import json
 import math
 import os
@@ -204,20 +205,15 @@ def realtime_lock(out: Path, needed: bool):
         yield
 
 
-_BUILD: list[str] = []
-
-
+@functools.cache
 def simulator_build() -> str:
     """Which simulator makes the sim and live runs: ratelab's version and a digest of its
     compiled core (a rebuilt core changes it)."""
-    if not _BUILD:
-        import hashlib
+    import hashlib
 
-        import ratelab
-        from ratelab import _core
-        digest = hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:12]
-        _BUILD.append(f"{ratelab.__version__}+{digest}")
-    return _BUILD[0]
+    import ratelab
+    from ratelab import _core
+    return f"{ratelab.__version__}+{hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:12]}"
 
 
 def check_resumable(done: Path, model: list[str]) -> None:

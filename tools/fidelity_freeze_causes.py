@@ -22,16 +22,9 @@ from collections import Counter
 import numpy as np
 import pyarrow.parquet as pq
 
+from ratelab.report.freezes import held_counts
+
 KINDS = ("encoder", "network gap", "loss", "none")
-
-
-def _held(counts: np.ndarray) -> np.ndarray:
-    """A cumulative counter with each missing sample holding the value before it (0 at the start)."""
-    c = np.asarray(counts, dtype=float)
-    idx = np.where(np.isnan(c), 0, np.arange(len(c)))
-    np.maximum.accumulate(idx, out=idx)
-    held = c[idx]
-    return np.nan_to_num(held)
 
 
 def classify_run(series: str, packets: str) -> Counter:
@@ -41,9 +34,7 @@ def classify_run(series: str, packets: str) -> Counter:
     out: Counter = Counter()
     for fid in np.unique(col(s, "flow")):
         m = col(s, "flow") == fid
-        # A missing sample (NaN) keeps the count before it, as ratelab.report.freezes reads the
-        # counter: read as 0 it would make the next sample count every freeze again.
-        ts, fr, fps = col(s, "t_s")[m], _held(col(s, "freezes")[m]), col(s, "fps")[m]
+        ts, fr, fps = col(s, "t_s")[m], held_counts(col(s, "freezes")[m]), col(s, "fps")[m]
         pm = col(p, "flow") == fid
         lost = col(p, "lost")[pm]
         recv = np.sort(col(p, "recv_s")[pm][~lost])

@@ -118,11 +118,20 @@ def decodable_times(packets, flow: int = 0) -> np.ndarray:
     return np.maximum.accumulate(out) if len(out) else out
 
 
+def held_counts(counts) -> np.ndarray:
+    """A cumulative counter with each missing sample (NaN) holding the value before it (0 at
+    the start): read as 0, the next sample would count every event again."""
+    c = np.asarray(counts, dtype=float)
+    idx = np.where(np.isnan(c), 0, np.arange(len(c)))
+    np.maximum.accumulate(idx, out=idx)
+    return np.nan_to_num(c[idx])
+
+
 def getstats_freeze_times(series, flow: int = 0) -> list[float]:
     """The sample times at which a browser run's cumulative getStats ``freezes`` went up (one
     entry per freeze)."""
     s = series[series["flow"] == flow]
-    counts = s["freezes"].ffill().fillna(0).to_numpy()
+    counts = held_counts(s["freezes"].to_numpy(dtype=float))
     steps = np.diff(np.r_[0.0, counts]).clip(min=0).round().astype(int)
     return [float(t) for t, k in zip(s["t_s"].to_numpy(), steps) for _ in range(k)]
 
