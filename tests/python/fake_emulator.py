@@ -35,7 +35,9 @@ def _addr(text: str) -> tuple[str, int]:
 class Handle:
     def __init__(self, listen: str, routes_json: str, options_json: str):
         self.routes = json.loads(routes_json)
-        json.loads(options_json)
+        #: ``align_media_s``: report when the first media datagram came (the stand-in has no schedule to move).
+        self.align = json.loads(options_json).get("align_media_s") is not None
+        self.media_start: float | None = None
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(_addr(listen))
         self.sock.settimeout(0.002)
@@ -74,7 +76,10 @@ class Handle:
                     r = self.routes[i]
                     dst = _addr(r["receiver"] if leg == 0 else r["sender"])
                     delay = (r["data_delay_ms"] if leg == 0 else r["return_delay_ms"]) / 1e3
-                    self.rows.append([i, leg, now, len(data) + 28, 0.0, now + delay, False, *rtp_fields(data)])
+                    fields = rtp_fields(data)
+                    if self.align and self.media_start is None and leg == 0 and fields[0] >= 0:
+                        self.media_start = now
+                    self.rows.append([i, leg, now, len(data) + 28, 0.0, now + delay, False, *fields])
                     heapq.heappush(due, (now + delay, len(self.rows), data, dst))
             while due and due[0][0] <= time.monotonic() - self.t0:
                 _, _, d, dst = heapq.heappop(due)
@@ -89,7 +94,7 @@ class Handle:
         for k, col in (("ssrc", "rtp_ssrc"), ("seq", "rtp_seq"), ("pt", "rtp_pt"), ("marker", "rtp_marker"), ("timestamp", "rtp_ts")):
             packets[k] = flat[col][data]
         packets["fate"] = ["queue" if d else "" for d in flat["dropped"][data]]
-        return {"packets": packets, "links": {}, "discarded": 0}
+        return {"packets": packets, "links": {}, "discarded": 0, "media_start_s": self.media_start}
 
     def _drain_flat(self) -> dict[str, np.ndarray]:
         rows, self.rows = self.rows, []

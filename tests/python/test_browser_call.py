@@ -255,6 +255,11 @@ def test_real_call_goes_through_the_emulator_and_counts_agree(tmp_path):
     pairs = prov["flows"][0]["selected_pair"]
     assert pairs["sender"]["remote"]["port"] == pairs["receiver"]["remote"]["port"] == emu_port
     assert prov["flows"][0]["selected_pair"]["receiver"]["remote"]["type"] == "prflx"
+    # The link starts with the media (align_media): the run's clock counts from the first RTP
+    # datagram, which came after ICE and DTLS.
+    assert 0.0 < stats["media_start_s"] == prov["emulator"]["time_origin_s"] < 5.0
+    import pyarrow.parquet as pq
+    assert pq.read_table(run_dir / "packets.parquet").column("send_s").to_numpy().min() == pytest.approx(0.0, abs=1e-9)
     # The browser's counts (its candidate pairs) against the emulator's: the emulator also saw
     # the STUN checks and DTLS handshake the pairs do not count, and RTCP sent after the last sample.
     assert f["packets_sent"] > 300

@@ -112,3 +112,35 @@ def test_bad_route_change_names_the_field(core):
         with pytest.raises(ValueError) as e:
             core.emulator_start("127.0.0.1:0", route, json.dumps({"route_changes": [rc]}))
         assert e.value.field == field
+
+
+def test_aligned_links_start_with_the_first_media_datagram(core):
+    # 1 Mbit/s for the schedule's first 0.5 s, then 4 Mbit/s. A DTLS-like datagram at ~0 s does
+    # not start the schedule; the first RTP datagram, ~0.6 s later, does: it still meets 1 Mbit/s
+    # (unaligned it would meet 4), and one sent ~0.6 s after it meets the step.
+    import time
+
+    sender, receiver = udp(), udp()
+    routes = [{"sender": addr(sender), "receiver": addr(receiver)}]
+    opts = {"link": {"steps": [[0.0, 1000], [0.5, 4000]], "delay_ms": 10}, "align_media_s": 0.0}
+    h = core.emulator_start("127.0.0.1:0", json.dumps(routes), json.dumps(opts))
+    try:
+        host, port = h.local_addr().rsplit(":", 1)
+        emu = (host, int(port))
+        sender.sendto(bytes([22]) + bytes(1171), emu)  # a DTLS record's first byte
+        assert len(recv_all(receiver)) == 1  # waits 0.3 s for more
+        time.sleep(0.3)
+        assert h.drain_packets()["media_start_s"] is None
+        for seq in range(2):
+            sender.sendto(rtp(1, seq, 1172), emu)
+            assert len(recv_all(receiver)) == 1
+            time.sleep(0.3)
+        d = h.drain_packets()
+    finally:
+        stats = h.stop()
+    p = d["packets"]
+    assert d["media_start_s"] == pytest.approx(p["arrival_s"][0], abs=1e-6) and stats["media_start_s"] == d["media_start_s"]
+    assert p["arrival_s"][0] > 0.5 and p["arrival_s"][1] - p["arrival_s"][0] > 0.5
+    delay = [t - a for a, t in zip(p["arrival_s"], p["delivered_s"])]
+    assert delay[0] == pytest.approx(0.0096 + 0.010, abs=2e-6)  # 1 Mbit/s: the schedule's start
+    assert delay[1] == pytest.approx(0.0024 + 0.010, abs=2e-6)  # 4 Mbit/s from 0.5 s after the media

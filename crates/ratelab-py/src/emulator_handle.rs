@@ -81,7 +81,9 @@ impl EmulatorHandle {
     /// applicable) plus `fate` (a list:
     /// "" delivered, "queue", "random", "overflow", "in_flight"), in the order fates were decided;
     /// `links`, the link series (t_s, link 0 forward / 1 reverse, capacity_kbps, queue_bytes,
-    /// queue_ms); `discarded`, packet records dropped so far because nobody drained.
+    /// queue_ms); `discarded`, packet records dropped so far because nobody drained;
+    /// `media_start_s`, when the first media datagram arrived (None before, or without
+    /// `align_media_s`).
     fn drain_packets(&self, py: Python<'_>) -> PyResult<PyObject> {
         let (p, l, discarded) = self.recorder.drain();
         let d = PyDict::new_bound(py);
@@ -106,6 +108,7 @@ impl EmulatorHandle {
         d.set_item("packets", pk)?;
         d.set_item("links", lk)?;
         d.set_item("discarded", discarded)?;
+        d.set_item("media_start_s", self.recorder.media_start_s())?;
         Ok(d.into_any().unbind())
     }
 }

@@ -60,6 +60,11 @@ class _Native:
         self._addr = str(self._h.local_addr())  # still known once stopped (provenance)
         #: Records the handle counted but did not keep (its buffer cap): reported in provenance.
         self.discarded = 0
+        #: When the first media datagram arrived (s on the emulator's clock; with
+        #: ``align_media_s``), as of the last drain.
+        self.media_start_s: float | None = None
+        #: The run's time 0 on the emulator's clock (the harness sets it; records are moved by it).
+        self.origin_s = 0.0
 
     def local_addr(self) -> str:
         return self._addr
@@ -71,6 +76,8 @@ class _Native:
         got = self._h.drain_packets()
         cols = got["packets"]
         self.discarded += int(got["discarded"])
+        if got.get("media_start_s") is not None:
+            self.media_start_s = float(got["media_start_s"])
         fate = cols["fate"]
         n = len(fate)
         out = {k: np.asarray(cols[k]) for k in ("route", "arrival_s", "size", "queue_ms", "delivered_s")}

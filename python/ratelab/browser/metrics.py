@@ -69,7 +69,9 @@ def series(samples: list[dict[str, Any]], flow: int, t0_unix: float, start_s: fl
            cap: Callable[[float], float] | None, packets: dict[str, np.ndarray] | None, route: int) -> dict[str, np.ndarray]:
     """One flow's rows: the simulator's series columns, then the browser's own. Rates are over
     the interval since the previous sample (the first from the flow's start, all counters 0)."""
-    rows = [s for s in samples if s.get("flow") == flow]
+    # Samples before the flow's start (on an aligned run, the handshake before the first media
+    # datagram) are left out: the first row's rates count from the start.
+    rows = [s for s in samples if s.get("flow") == flow and s["t_ms"] / 1000.0 - t0_unix >= start_s]
     n = len(rows)
     out: dict[str, list] = {k: [] for k in (
         "t_s", "target_kbps", "encoder_kbps", "pacing_kbps", "send_kbps", "recv_kbps", "owd_ms", "capacity_kbps", "queue_ms",
@@ -160,10 +162,21 @@ def _q(stats: dict[str, Any] | None, key: str) -> float | None:
     return float(v) if v is not None else None
 
 
+def frame_rate(first: dict[str, Any] | None, last: dict[str, Any] | None, part: str, key: str, active_s: float) -> float:
+    """A frame counter (``part``: "source" or "out") per second: between the flow's first and
+    last samples when they are over a second apart (the source runs before the media start),
+    else the last count over the flow's active time."""
+    count = lambda s: _g((s or {}).get(part), key, 0.0)  # noqa: E731
+    if first is not None and last is not None and last["t_ms"] - first["t_ms"] > 1000.0:
+        return (count(last) - count(first)) / ((last["t_ms"] - first["t_ms"]) / 1e3)
+    return count(last) / active_s if active_s > 0 else 0.0
+
+
 def flow_summary(info: dict[str, Any], last: dict[str, Any] | None, route: dict[str, Any] | None, cap_mean_kbps: float,
-                 two_way: bool) -> dict[str, Any]:
+                 two_way: bool, first: dict[str, Any] | None = None) -> dict[str, Any]:
     """The simulator's per-flow summary keys from a flow's last getStats sample and its
-    emulator route (``data``: sender → receiver, ``feedback``: the return), plus the browser's."""
+    emulator route (``data``: sender → receiver, ``feedback``: the return), plus the browser's.
+    ``first``: the flow's first sample, from which the frame rates count."""
     o, i = (last or {}).get("out") or {}, (last or {}).get("in") or {}
     bytes_sent, packets_sent = wire_bytes((last or {}).get("spair"), "Sent")
     bytes_recv, packets_recv = wire_bytes((last or {}).get("rpair"), "Received")
@@ -196,8 +209,8 @@ def flow_summary(info: dict[str, Any], last: dict[str, Any] | None, route: dict[
         "quality_limitation_s": {k: float(v) for k, v in (o.get("qualityLimitationDurations") or {}).items()},
         # Frames the source delivered to the encoder per second (media-source stats): below the
         # asked rate when the page itself was starved of CPU, which qualityLimitationReason misses.
-        "source_fps": _g((last or {}).get("source"), "frames", 0.0) / active if active > 0 else 0.0,
-        "encoded_fps": _g(o, "framesEncoded", 0.0) / active if active > 0 else 0.0,
+        "source_fps": frame_rate(first, last, "source", "frames", active),
+        "encoded_fps": frame_rate(first, last, "out", "framesEncoded", active),
         "frames_encoded": int(_g(o, "framesEncoded", 0.0)), "key_frames": int(_g(o, "keyFramesEncoded", 0.0)),
         "frames_decoded": int(_g(i, "framesDecoded", 0.0)), "frames_dropped": int(_g(i, "framesDropped", 0.0)),
         "freeze_ms": _g(i, "totalFreezesDuration", 0.0) * 1e3,

@@ -59,6 +59,11 @@ class BrowserOptions:
     field_trials: dict[str, str] | str | None = None
     stats_interval_ms: float = 250.0
     connect_timeout_s: float = 10.0
+    #: Start the links' schedules (trace, capacity steps, loss start) with the media: the first
+    #: RTP packet meets the link at the first flow's ``start_s``, as a simulated flow does, and
+    #: the run's clock counts from there. Off: they start with the emulator, before ICE and
+    #: DTLS (which take 0.4-0.6 s through an emulated link).
+    align_media: bool = True
     #: Test hooks: give the sender the receiver's real candidate (the bypass check must fire);
     #: crash the browser this many seconds into the call.
     test_bypass: bool = False
@@ -87,7 +92,7 @@ class BrowserOptions:
             raise bad("codec", f"unknown codec '{self.codec}' (known: {', '.join(CODECS)})")
         if not (16 <= self.width <= 3840 and 16 <= self.height <= 2160):
             raise bad("width", f"{self.width}x{self.height} is outside 16x16 .. 3840x2160")
-        for key in ("fec", "rtx"):
+        for key in ("fec", "rtx", "align_media"):
             if not isinstance(getattr(self, key), bool):
                 raise bad(key, f"{getattr(self, key)!r} is not true or false")
         if not (1 <= self.fps <= 60):
@@ -214,13 +219,20 @@ def _call(sc: Scenario, flows: list[dict[str, Any]], o: BrowserOptions, seed: in
                "data_delay_ms": f["data_delay_ms"], "return_delay_ms": f["return_delay_ms"]} for f, (s, r) in zip(flows, hosts)]
     opts: dict[str, Any] = {"link": dict(sc.data.get("link") or {}), "duration_s": sc.duration_s + o.connect_timeout_s + 5.0,
                             "seed": seed}
+    first_start = min(f["start_s"] for f in flows)
+    if o.align_media:
+        opts["align_media_s"] = first_start
     if sc.data.get("reverse_link"):
         opts["reverse_link"] = dict(sc.data["reverse_link"])
     emu = emulator.start(hosts[0][0]["ip"], routes, opts, sc.source)
     try:
         host, port = emulator.split_address(emu.local_addr())
         t0 = emu.t0_unix
-        now = lambda: time.time() - t0  # noqa: E731
+        # The run's clock: the emulator's, moved once the links align with the media (align_media)
+        # so that the first media datagram is at the first flow's start_s.
+        origin = 0.0
+        now = lambda: time.time() - t0 - origin  # noqa: E731
+        waiting = o.align_media  # for the first media datagram: later flows and the end wait too
         call.start_sampling(o.stats_interval_ms)
         pending = sorted(flows, key=lambda f: f["start_s"])
         active: list[dict[str, Any]] = []
@@ -229,7 +241,9 @@ def _call(sc: Scenario, flows: list[dict[str, Any]], o: BrowserOptions, seed: in
         chunks: list[dict[str, np.ndarray]] = []
         crashed = False
         while now() < sc.duration_s:
-            while pending and pending[0]["start_s"] <= now():
+            if waiting and emu.media_start_s is not None:
+                waiting, origin = False, emu.media_start_s - first_start
+            while pending and pending[0]["start_s"] <= now() and not (waiting and pending[0]["start_s"] > first_start):
                 f = pending.pop(0)
                 ip, p = (hosts[f["id"]][1]["ip"], hosts[f["id"]][1]["port"]) if o.test_bypass else (host, port)
                 call.connect(f["id"], ip, p)
@@ -256,6 +270,9 @@ def _call(sc: Scenario, flows: list[dict[str, Any]], o: BrowserOptions, seed: in
         stats = emu.stop()
         chunks.append(emu.drain_packets())
         packets = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[-1]}
+        emu.origin_s = origin
+        packets["arrival_s"] = packets["arrival_s"] - origin
+        packets["delivered_s"] = packets["delivered_s"] - origin
         return emu, (stats, samples, packets, selected)
     except BaseException:
         with contextlib.suppress(Exception):
@@ -272,23 +289,25 @@ def _finish(call: Call, f: dict[str, Any], samples: list[dict[str, Any]]) -> Non
 
 def _results(sc, flows, o, browser, emu, stats, samples, packets, selected, run_dir, sinks, name, wall, metadata) -> RunResult:
     dur = sc.duration_s
-    t0 = emu.t0_unix
+    t0 = emu.t0_unix + emu.origin_s
     link, rev = sc.data.get("link") or {}, sc.data.get("reverse_link")
     caps = [metrics.capacity_fn(link)] + ([metrics.capacity_fn(rev)] if rev else [])
     cap_means = [metrics.mean_capacity(caps[0], 0.0, dur, float(stats.get("capacity_kbps_mean") or math.nan))]
     if rev:
         cap_means.append(metrics.mean_capacity(caps[1], 0.0, dur, math.nan))
     routes = stats.get("routes") or []
-    per_flow, series_parts, last_of = [], [], {}
+    per_flow, series_parts, last_of, first_of = [], [], {}, {}
     for s in samples:
         last_of[s["flow"]] = s
+        if s["t_ms"] / 1e3 - t0 >= flows[s["flow"]]["start_s"]:
+            first_of.setdefault(s["flow"], s)
     jain_in: list[list] = [[], []]
     for f in flows:
         d = 0 if f["direction"] == "forward" else 1
         cap = caps[d] if d < len(caps) else None
         fcap = metrics.mean_capacity(cap, f["start_s"], f["stop_s"], cap_means[d] if d < len(cap_means) else math.nan)
         per_flow.append(metrics.flow_summary(f, last_of.get(f["id"]), routes[f["id"]] if f["id"] < len(routes) else None,
-                                             fcap, bool(rev)))
+                                             fcap, bool(rev), first_of.get(f["id"])))
         cols = metrics.series(samples, f["id"], t0, f["start_s"], cap, packets, f["id"])
         series_parts.append(cols)
         rows = [s for s in samples if s["flow"] == f["id"]]
@@ -358,7 +377,7 @@ def _write(run_dir, sinks, series_parts, packets, flows, sc, o, browser, stats, 
         "flows": [{"id": f["id"], "label": f["label"], "page": f.get("page"), "candidates": f.get("candidates"),
                    "selected_pair": selected.get(f["id"]),
                    "cpu_limited_fraction": pf["cpu_limited_fraction"]} for f, pf in zip(flows, per_flow)],
-        "emulator": {"listen": emu.local_addr(), "stats": stats},
+        "emulator": {"listen": emu.local_addr(), "stats": stats, "time_origin_s": emu.origin_s},
         "host": {"cpus": os.cpu_count(), "loadavg": list(os.getloadavg())},
     }
     write_text_atomic(run_dir / "browser.json", json.dumps(_strict(prov), indent=2) + "\n")

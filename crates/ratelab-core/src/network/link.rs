@@ -116,6 +116,17 @@ impl Link {
         self.stats.queue_drops += lost.len() as u64;
         lost
     }
+    /// Move the link's time 0 to absolute time `origin`: its capacity steps or trace, trace
+    /// overlay and `loss_start` count from there on; the queue, the packet in service and the
+    /// counters stay. The emulator does this when the first media datagram arrives
+    /// (`align_media_s`), so that a real call's media meet the schedule's start as a simulated
+    /// flow does, whatever its connection set-up took.
+    pub fn shift_origin(&mut self, origin: Time) {
+        let o = origin - Time::ZERO;
+        self.capacity = self.capacity.clone().starting_at(origin);
+        self.loss_start = self.loss_start + o;
+        self.origin = o;
+    }
     /// Bytes waiting (not counting the packet being transmitted).
     pub fn queue_bytes(&self) -> Bytes { self.queue_bytes }
     pub fn queue_packets(&self) -> usize { self.queue.len() }

@@ -76,6 +76,14 @@ pub struct EmulatorOptions {
     /// Route changes (the scenario's `[[route_changes]]`, without `flows`): see `route.rs`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub route_changes: Vec<RouteChangeConfig>,
+    /// Align the links with the media: when the first RTP datagram of any route's sender
+    /// arrives, every link's schedule (capacity steps or trace, trace overlay, `loss_start`) is
+    /// moved so that this moment is `align_media_s` seconds into it. A browser's media start
+    /// after ICE and DTLS (0.4-0.6 s through an emulated link), a simulated flow's at its
+    /// `start_s`: aligned, both meet the same part of a trace. `None`: the links start with the
+    /// emulator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub align_media_s: Option<f64>,
 }
 
 impl Default for EmulatorOptions {
@@ -83,7 +91,7 @@ impl Default for EmulatorOptions {
         EmulatorOptions {
             link: LinkConfig { capacity_kbps: Some(1000.0), trace_format: "auto".into(), trace_scale: 1.0, trace_loop: true, mahimahi_bin_ms: 100.0, ..Default::default() },
             forward_delay_ms: 0.0, reverse_delay_ms: 0.0, reverse_link: None, duration_s: 0.0, seed: 1, client: None, max_held: 100_000, series_interval_ms: 25.0, capture: None,
-            realtime: true, spin_us: 0.0, keep_series: true, route_changes: Vec::new(),
+            realtime: true, spin_us: 0.0, keep_series: true, route_changes: Vec::new(), align_media_s: None,
         }
     }
 }
@@ -112,6 +120,12 @@ impl EmulatorOptions {
         flags::check("max_held", &flags::MAX_HELD, self.max_held as f64)?;
         flags::check("spin_us", &flags::SPIN_US, self.spin_us)?;
         route::validate(&self.route_changes, self.reverse_link.is_some())?;
+        if let Some(x) = self.align_media_s {
+            flags::check("align_media_s", &flags::SECONDS_OR_ZERO, x)?;
+            if !self.route_changes.is_empty() {
+                return Err(ConfigError::new("align_media_s", "cannot be combined with route_changes (their times would move with the media)"));
+            }
+        }
         flags::check("series_interval_ms", flags::scenario("metrics.series_interval_ms"), self.series_interval_ms)
     }
 }
@@ -220,6 +234,8 @@ pub struct Emulator {
     stop: StopFlag,
     recorder: Option<Recorder>,
     routing: route::Routing,
+    /// When the first media datagram arrived (`align_media_s`).
+    media_start: Option<Time>,
 }
 
 impl Emulator {
@@ -246,7 +262,7 @@ impl Emulator {
         let routing = route::Routing::new(changes, link_delay, [fwd.capacity().clone(), rev.capacity().clone()]);
         let sock = net::bind(listen).map_err(|e| format!("cannot bind {listen}: {e}"))?;
         let links = [fwd, rev].map(|link| Bottleneck { link, acc: Acc::new(), last_queue_delay: Duration::ZERO });
-        Ok(Emulator { sock, clock, links, routes: Vec::new(), table: HashMap::new(), opts, stop, recorder: None, routing }.with_routes(vec![route]))
+        Ok(Emulator { sock, clock, links, routes: Vec::new(), table: HashMap::new(), opts, stop, recorder: None, routing, media_start: None }.with_routes(vec![route]))
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> { self.sock.local_addr().ok() }
@@ -359,7 +375,8 @@ impl Emulator {
             None => 0,
         };
         let forward = LinkRecord { capacity: &self.routing.capacities[0][0].1, route_changes: &self.routing.capacities[0][1..], stats: self.links[0].link.stats };
-        let capacity_kbps_mean = forward.mean_capacity(t0, stats_end.max(t0 + Duration::from_ms(1))).kbps_f64();
+        let from = self.media_start.unwrap_or(t0);
+        let capacity_kbps_mean = forward.mean_capacity(from, stats_end.max(from + Duration::from_ms(1))).kbps_f64();
         let first = self.routes.first().map(|r| r.route.clone());
         let routes = self.routes.into_iter().map(|r| {
             let [data, feedback] = r.legs;
@@ -381,6 +398,7 @@ impl Emulator {
             reverse: r,
             routes,
             capacity_kbps_mean,
+            media_start_s: self.media_start.map(|t| t.as_secs_f64()),
             cpu_us: net::thread_cpu_us() - cpu0,
             realtime,
             captured,
@@ -393,6 +411,9 @@ impl Emulator {
     /// the link it crosses, or is dropped (held-datagram limit, loss, full queue).
     #[allow(clippy::too_many_arguments)]
     fn admit(&mut self, ri: usize, leg: usize, id: u64, bytes: &[u8], ta: Time, events: &mut EventQueue<Ev>, held: &mut HashMap<u64, Held>, rng: &mut ChaCha8Rng) {
+        if leg == 0 && self.media_start.is_none() && self.opts.align_media_s.is_some() && rtp_header(bytes).is_some() {
+            self.align_links(ta);
+        }
         let dir = self.routes[ri].route.direction;
         let d = if leg == 0 { dir.index() } else { dir.other().index() };
         let size = bytes.len() as i64 + IP_UDP_OVERHEAD;
@@ -418,6 +439,19 @@ impl Emulator {
                 }
             }
         }
+    }
+
+    /// The first media datagram arrived at `t`: move every link's time 0 so that `t` is
+    /// `align_media_s` into its schedule (the summary's capacity counts from here).
+    fn align_links(&mut self, t: Time) {
+        let into = Duration::from_secs_f64(self.opts.align_media_s.unwrap_or(0.0));
+        let origin = t - into;
+        for (d, b) in self.links.iter_mut().enumerate() {
+            b.link.shift_origin(origin);
+            self.routing.capacities[d].push((t, b.link.capacity().clone()));
+        }
+        self.media_start = Some(t);
+        if let Some(r) = &self.recorder { r.media_started(t.as_secs_f64()); }
     }
 
     /// Run the link model up to `limit` (event times), writing deliveries that are due.
@@ -469,5 +503,67 @@ impl Emulator {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// A 1 Mbit/s link that becomes 4 Mbit/s at 1 s of its schedule; `align`: `align_media_s`.
+    fn emulator(align: Option<f64>) -> (Emulator, Recorder, UdpSocket) {
+        let mut opts: EmulatorOptions = serde_json::from_value(serde_json::json!({
+            "link": {"steps": [[0.0, 1000.0], [1.0, 4000.0]], "delay_ms": 10},
+        })).unwrap();
+        opts.align_media_s = align;
+        opts.validate().unwrap();
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let cfg = RouteConfig { sender: Some("127.0.0.1:9".into()), receiver: rx.local_addr().unwrap().to_string(), direction: Default::default(), data_delay_ms: None, return_delay_ms: None };
+        let routes = opts.routes(&[cfg]).unwrap();
+        let rec = Recorder::new(100);
+        let emu = Emulator::new(opts, "127.0.0.1:0".parse().unwrap(), routes[0].receiver, LiveClock::new(), StopFlag::new()).unwrap().with_routes(routes).with_recorder(rec.clone());
+        (emu, rec, rx)
+    }
+
+    /// Datagrams `(ms, first byte)` of the route's sender; the forward capacity (kbit/s) at each of `at_ms`.
+    fn capacities(align: Option<f64>, sent: &[(i64, u8)], at_ms: &[i64]) -> (Vec<f64>, Option<Time>, Option<f64>) {
+        let (mut emu, rec, _rx) = emulator(align);
+        let (mut events, mut held, mut rng) = (EventQueue::default(), HashMap::new(), ChaCha8Rng::seed_from_u64(1));
+        for (i, &(ms, first)) in sent.iter().enumerate() {
+            let mut d = [0u8; 200];
+            d[0] = first;
+            d[1] = 96; // RTP payload type 96 when `first` says version 2
+            emu.admit(0, 0, i as u64, &d, Time::from_ms(ms), &mut events, &mut held, &mut rng);
+        }
+        let caps = at_ms.iter().map(|&t| emu.links[0].link.capacity().rate_at(Time::from_ms(t)).kbps_f64()).collect();
+        (caps, emu.media_start, rec.media_start_s())
+    }
+
+    #[test]
+    fn aligned_links_start_their_schedule_at_the_first_media_datagram() {
+        // DTLS (22) at 300 ms and STUN (0) at 500 ms leave the schedule alone; RTP (0x80) at 800 ms
+        // starts it: its 1 s step comes at 1.8 s instead of 1 s.
+        let sent = [(300, 22), (500, 0), (800, 0x80), (900, 0x80)];
+        let (caps, start, recorded) = capacities(Some(0.0), &sent, &[500, 1500, 1799, 1800]);
+        assert_eq!(caps, vec![1000.0, 1000.0, 1000.0, 4000.0]);
+        assert_eq!((start, recorded), (Some(Time::from_ms(800)), Some(0.8)));
+        // Aligned 0.25 s into the schedule: the step at 0.8 + 0.75 s.
+        let (caps, _, _) = capacities(Some(0.25), &sent, &[1549, 1550]);
+        assert_eq!(caps, vec![1000.0, 4000.0]);
+        // Not aligned: the schedule counts from the emulator's start.
+        let (caps, start, recorded) = capacities(None, &sent, &[999, 1000, 1500]);
+        assert_eq!((caps, start, recorded), (vec![1000.0, 4000.0, 4000.0], None, None));
+    }
+
+    #[test]
+    fn alignment_refuses_route_changes_and_negative_offsets() {
+        let mut opts: EmulatorOptions = serde_json::from_value(serde_json::json!({
+            "route_changes": [{"at_s": 1.0, "link": {"capacity_kbps": 4000}}],
+        })).unwrap();
+        opts.align_media_s = Some(0.0);
+        assert_eq!(opts.validate().unwrap_err().field, "align_media_s");
+        let opts = EmulatorOptions { align_media_s: Some(-1.0), ..Default::default() };
+        assert_eq!(opts.validate().unwrap_err().field, "align_media_s");
     }
 }

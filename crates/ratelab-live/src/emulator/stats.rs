@@ -56,6 +56,9 @@ pub struct EmulatorStats {
     pub routes: Vec<RouteStats>,
     /// Mean forward capacity over the run (kbit/s).
     pub capacity_kbps_mean: f64,
+    /// When the first media datagram arrived, s since start (`align_media_s`; else none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media_start_s: Option<f64>,
     pub cpu_us: i64,
     /// Whether the relay thread got real-time scheduling (`EmulatorOptions::realtime`).
     pub realtime: bool,
