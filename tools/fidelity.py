@@ -363,8 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                         "no figure line, no target error)")
     g = sub.add_parser("score", help="a simulator variant's goal per case against real runs recorded in a runs.csv")
     g.add_argument("--out", required=True, help="the variant's run folder (tools/fidelity.py run --contender sim-gcc ...)")
-    g.add_argument("--real", default=str(ROOT / "docs" / "fidelity" / "full" / "runs.csv"),
-                   help="a runs.csv written by report (default: the committed Chromium study)")
+    g.add_argument("--real", default=str(ROOT / "docs" / "fidelity" / "aligned" / "runs.csv"),
+                   help="a runs.csv written by report (default: the committed Chromium study, links aligned with the media)")
     g.add_argument("--real-contender", default="chromium", help="the real side in --real (default chromium)")
     g.add_argument("--sim", default="sim-gcc", help="the simulated side in --out (default sim-gcc)")
     g.add_argument("--cases", help="regular expression on case names")

@@ -1,10 +1,11 @@
 """``tools/fidelity.py score``: a simulator variant judged against real runs recorded in a
-``runs.csv`` (the committed docs/fidelity/full/runs.csv holds every Chromium call's metrics),
+``runs.csv`` (the committed docs/fidelity/aligned/runs.csv holds the metrics of the Chromium
+calls the goal is judged on, docs/fidelity/full/runs.csv those before round 12's alignment),
 so a calibration round needs neither the real runs' folders nor hours of real time: run the
 variant (``tools/fidelity.py run --contender sim-gcc --model ...``), then score it.
 
     PYTHONPATH=python python3 tools/fidelity.py score --out /tmp/variant \\
-        --real docs/fidelity/full/runs.csv [--md /tmp/variant.md]
+        --real docs/fidelity/aligned/runs.csv [--md /tmp/variant.md]
 
 It prints item 4's goal per case (the same rule as ``report``: python/ratelab/report/fidelity.py
 ``goal``) and the median gaps per split. What it cannot give without the real series: the
