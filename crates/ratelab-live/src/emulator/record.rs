@@ -71,15 +71,15 @@ struct Inner {
     links: LinkColumns,
     /// Packet records discarded because the buffer was full.
     discarded: u64,
+    /// When the first media datagram arrived (s since start), once it has: see
+    /// `EmulatorOptions::align_media_s`.
+    media_start: Option<f64>,
 }
 
 /// The shared buffer (clone it: both ends hold the same one).
 #[derive(Clone)]
 pub struct Recorder {
     inner: Arc<Mutex<Inner>>,
-    /// When the first media datagram arrived (s since start), once it has: see
-    /// `EmulatorOptions::align_media_s`.
-    media_start: Arc<Mutex<Option<f64>>>,
     cap: usize,
 }
 
@@ -107,13 +107,13 @@ pub fn rtp_header(d: &[u8]) -> Option<RtpHeader> {
 
 impl Recorder {
     /// Holds at most `cap` packet records (and as many link rows) between two drains.
-    pub fn new(cap: usize) -> Self { Recorder { inner: Arc::new(Mutex::new(Inner::default())), media_start: Arc::new(Mutex::new(None)), cap } }
+    pub fn new(cap: usize) -> Self { Recorder { inner: Arc::new(Mutex::new(Inner::default())), cap } }
 
     /// The relay saw the first media datagram at `t_s` (s since start).
-    pub fn media_started(&self, t_s: f64) { *self.media_start.lock().unwrap_or_else(|e| e.into_inner()) = Some(t_s); }
+    pub fn media_started(&self, t_s: f64) { self.lock().media_start = Some(t_s); }
 
     /// When the first media datagram arrived (s since start), if it has.
-    pub fn media_start_s(&self) -> Option<f64> { *self.media_start.lock().unwrap_or_else(|e| e.into_inner()) }
+    pub fn media_start_s(&self) -> Option<f64> { self.lock().media_start }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> { self.inner.lock().unwrap_or_else(|e| e.into_inner()) }
 
